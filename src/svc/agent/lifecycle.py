@@ -1,0 +1,132 @@
+"""``svc agent start`` and ``svc agent stop``."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import uvicorn
+
+from svc import __version__
+from svc.agent.logs import configure_logging
+from svc.agent.pidfile import is_alive, remove_pid, running_pid, write_pid
+from svc.api import AgentInfo, create_app
+from svc.api.auth import is_bcrypt_hash
+from svc.config import AgentConfig, load_config
+from svc.ids import persistent_id
+from svc.paths import data_dir, pid_file
+
+log = logging.getLogger("svc.agent")
+
+# Lets tests run an agent that reports another version, to exercise the CLI's strict version check.
+TEST_VERSION_OVERRIDE = "SVC_TESTING_AGENT_VERSION"
+_STOP_TIMEOUT_SECONDS = 10.0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn re-raises SIGINT/SIGTERM after shutting down, which kills the process before our
+    clean-up runs; here a signal only asks the server to stop (a second one forces it)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+class AgentError(Exception):
+    """The agent cannot start or stop; the message says why and what to do."""
+
+
+def check_agent_config(config: AgentConfig) -> None:
+    """Refuses settings the agent must not run with (Pkl has checked types and ranges already)."""
+    if config.auth is not None:
+        for index, user in enumerate(config.auth.authorized_users):
+            if not is_bcrypt_hash(user.password):
+                raise AgentError(
+                    f"agent.auth.authorizedUsers[{index}] ({user.username}): the password is not a bcrypt hash; "
+                    "plain-text passwords are refused. Generate a hash with: svc auth hash-password"
+                )
+    server = config.server
+    if bool(server.tls_cert) != bool(server.tls_key):
+        raise AgentError("agent.server.tlsCert and agent.server.tlsKey must be set together")
+    for field, value in (("tlsCert", server.tls_cert), ("tlsKey", server.tls_key)):
+        if value and not Path(value).expanduser().is_file():
+            raise AgentError(f"agent.server.{field}: file {value} does not exist")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise AgentError(f"port {port} is already in use; stop what listens there or set agent.server.port") from exc
+        raise AgentError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def start_agent(config_path: Path) -> None:
+    """Runs the agent in the foreground until SIGINT or SIGTERM."""
+    config = load_config(config_path).agent
+    check_agent_config(config)
+    pid_path = pid_file()
+    if (pid := running_pid(pid_path)) is not None:
+        raise AgentError(f"an agent is already running (PID {pid}); stop it with: svc agent stop")
+    sock = _listen(config.server.bind_address, config.server.port)
+    log_file = configure_logging(config.logging)
+    info = AgentInfo(
+        version=os.environ.get(TEST_VERSION_OVERRIDE) or __version__,
+        agent_id=persistent_id(data_dir() / "agent_id"),
+    )
+    server = _Server(uvicorn.Config(
+        create_app(config, info),
+        ssl_certfile=config.server.tls_cert and str(Path(config.server.tls_cert).expanduser()),
+        ssl_keyfile=config.server.tls_key and str(Path(config.server.tls_key).expanduser()),
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=int(_STOP_TIMEOUT_SECONDS),
+    ))
+    write_pid(pid_path)
+    scheme = "https" if config.server.tls_enabled else "http"
+    log.info("svc agent %s (id %s) listening on %s://%s:%d; logs in %s", info.version, info.agent_id, scheme,
+             config.server.bind_address, config.server.port, log_file)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        remove_pid(pid_path)
+        sock.close()
+        log.info("svc agent stopped")
+
+
+def stop_agent() -> int:
+    """Sends SIGTERM to the running agent and waits for it to exit; returns its PID."""
+    pid_path = pid_file()
+    pid = running_pid(pid_path)
+    if pid is None:
+        raise AgentError(f"the agent is not running (no live PID in {pid_path})")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _STOP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if running_pid(pid_path) is None or not is_alive(pid):
+            return pid
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    pid_path.unlink(missing_ok=True)
+    return pid
+

@@ -1,0 +1,75 @@
+"""``svc agent …`` and ``svc status agent``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from svc.agent import start_agent, stop_agent
+from svc.cli.client import connect
+from svc.cli.common import ConfigOption
+from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
+from svc.config import load_cli_config
+
+agent_app = typer.Typer(help="Run and inspect the agent.", no_args_is_help=True)
+status_app = typer.Typer(help="Check the agent.", no_args_is_help=True)
+
+
+@agent_app.command("start")
+def agent_start(
+    config: Annotated[Path, typer.Option("--config", help="The agent config file (amends svc:/Config.pkl).",
+                                         dir_okay=False)],
+) -> None:
+    """Start the agent in the foreground; stop it with Ctrl-C, SIGTERM or `svc agent stop`."""
+    start_agent(config)
+
+
+@agent_app.command("stop")
+def agent_stop() -> None:
+    """Stop the agent running on this machine (found through its PID file)."""
+    pid = stop_agent()
+    typer.echo(f"Stopped the agent (PID {pid}).")
+
+
+def _render_stats(base_url: str) -> Any:
+    def render(stats: dict[str, Any]) -> None:
+        table = Table(show_header=False, box=None, pad_edge=False)
+        table.add_row("Agent", base_url)
+        table.add_row("Version", str(stats.get("Version")))
+        table.add_row("Agent id", str(stats.get("AgentId")))
+        for key, value in stats.items():
+            if key not in ("Version", "AgentId"):
+                table.add_row(key, str(value))
+        console.print("[green]The agent is running.[/green]")
+        console.print(table)
+
+    return render
+
+
+def show_agent_status(config: Path | None, consumer: Consumer, schema: Schema) -> None:
+    client, stats = connect(load_cli_config(config).cli)
+    with client:
+        emit(stats, consumer, schema, _render_stats(client.base_url))
+
+
+@agent_app.command("status")
+def agent_status(
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """Check that the agent answers, and print its version and stats."""
+    show_agent_status(config, output_consumer, output_schema)
+
+
+@status_app.command("agent")
+def status_agent(
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """Check connectivity to the agent, and print its version and stats."""
+    show_agent_status(config, output_consumer, output_schema)

@@ -1,0 +1,102 @@
+"""The CLI's HTTP client for the agent API: TLS, basic auth, clear connection errors, version check."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import httpx
+
+from svc import __version__
+from svc.cli.errors import CliError
+from svc.config.model import CliConfig
+
+API_PREFIX = "/api/v1"
+_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+
+
+def _describe_connect_error(exc: Exception, base_url: str) -> str:
+    text = str(exc)
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return (f"TLS verification of the agent at {base_url} failed: {cause.verify_message}; "
+                    "if the agent's certificate comes from a private CA, set SSL_CERT_FILE to that CA's bundle")
+        if isinstance(cause, ssl.SSLError):
+            return (f"TLS handshake with the agent at {base_url} failed ({cause.reason or cause}); "
+                    "check that the agent serves HTTPS on this port, or use http:// in cli.api.url")
+        text = f"{text} {cause}"
+        cause = cause.__cause__ or cause.__context__
+    if "refused" in text.lower():
+        return (f"the agent at {base_url} is not running (connection refused); "
+                "start it with: svc agent start --config <file>, or check cli.api.url and cli.api.port")
+    return f"cannot reach the agent at {base_url} ({text.strip() or type(exc).__name__}); check cli.api.url and cli.api.port"
+
+
+class AgentClient:
+    """Talks to one agent. Every method raises :class:`CliError` with a user-facing message."""
+
+    def __init__(self, config: CliConfig) -> None:
+        self.base_url = config.api.base_url
+        self._has_auth = config.auth is not None
+        auth = httpx.BasicAuth(config.auth.username, config.auth.password) if config.auth else None
+        # The system trust store; OpenSSL also honours SSL_CERT_FILE / SSL_CERT_DIR for a private CA.
+        self._http = httpx.Client(base_url=self.base_url, auth=auth, verify=ssl.create_default_context(),
+                                  timeout=_TIMEOUT, trust_env=False)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, API_PREFIX + path, **kwargs)
+        except httpx.ConnectError as exc:
+            raise CliError(_describe_connect_error(exc, self.base_url)) from exc
+        except httpx.TimeoutException as exc:
+            raise CliError(f"the agent at {self.base_url} did not answer in time ({type(exc).__name__}); "
+                           "check cli.api.url and cli.api.port") from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            raise CliError(f"the agent at {self.base_url} did not answer with HTTP ({exc}); "
+                           "if it serves HTTPS, set cli.api.url to https://…") from exc
+        if response.status_code == 401:
+            if self._has_auth:
+                raise CliError(f"the agent at {self.base_url} rejected the credentials (401 Unauthorized); "
+                               "check that cli.auth matches a user in the agent's agent.auth")
+            raise CliError(f"the agent at {self.base_url} requires authentication (401 Unauthorized); "
+                           'add cli { auth { type = "basic"; username = "…"; password = "…" } } to your CLI config')
+        return response
+
+    def get_json(self, path: str) -> Any:
+        response = self.request("GET", path)
+        if response.is_error:
+            raise CliError(f"the agent answered {response.status_code} to GET {API_PREFIX}{path}: {response.text[:200]}")
+        return response.json()
+
+    def stats(self) -> dict[str, Any]:
+        return self.get_json("/stats")
+
+
+def check_version(stats: dict[str, Any], cli_version: str = __version__) -> None:
+    """The strict version check: the CLI works only with an agent of exactly its own version."""
+    agent_version = stats.get("Version")
+    if agent_version != cli_version:
+        raise CliError(f"CLI version {cli_version} does not match agent version {agent_version}; "
+                       f"run: svc upgrade --version {agent_version}")
+
+
+def connect(config: CliConfig) -> tuple[AgentClient, dict[str, Any]]:
+    """An open client to a reachable agent of the CLI's version, and the agent's stats."""
+    client = AgentClient(config)
+    try:
+        stats = client.stats()
+        check_version(stats)
+    except BaseException:
+        client.close()
+        raise
+    return client, stats

@@ -1,0 +1,14 @@
+"""Options shared by the commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+ConfigOption = Annotated[
+    Optional[Path],
+    typer.Option("--config", help="Config file (amends svc:/Config.pkl); default ~/.config/svc/svc.conf.pkl.",
+                 dir_okay=False),
+]

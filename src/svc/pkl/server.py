@@ -1,0 +1,231 @@
+"""A client of ``pkl server``: Pkl's message-passing API (MessagePack over the child's stdio).
+
+One server process is shared by every evaluation in this Python process (it is started on first
+use and restarted if it dies). Each evaluation gets a fresh evaluator inside that process so that
+Pkl's module cache never serves a file as it was before an edit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from svc.pkl.binary import find_pkl
+from svc.pkl.readers import ModuleReader
+
+log = logging.getLogger("svc.pkl")
+
+# Message codes of the Pkl message-passing API.
+_CREATE_EVALUATOR = 0x20
+_CREATE_EVALUATOR_RESPONSE = 0x21
+_CLOSE_EVALUATOR = 0x22
+_EVALUATE = 0x23
+_EVALUATE_RESPONSE = 0x24
+_LOG = 0x25
+_READ_RESOURCE = 0x26
+_READ_RESOURCE_RESPONSE = 0x27
+_READ_MODULE = 0x28
+_READ_MODULE_RESPONSE = 0x29
+_LIST_RESOURCES = 0x2A
+_LIST_RESOURCES_RESPONSE = 0x2B
+_LIST_MODULES = 0x2C
+_LIST_MODULES_RESPONSE = 0x2D
+
+_STANDARD_MODULES = ["pkl:", "repl:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
+_STANDARD_RESOURCES = ["env:", "prop:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
+
+
+class PklError(Exception):
+    """Pkl rejected the evaluation; ``str()`` is Pkl's own message, with file and line."""
+
+    def __init__(self, message: str) -> None:
+        lines = [line for line in message.strip().splitlines() if line.strip() != "–– Pkl Error ––"]
+        super().__init__("\n".join(lines).strip())
+
+    @property
+    def headline(self) -> str:
+        """The first line of Pkl's message, e.g. ``Type constraint `isBetween(0, 65535)` violated.``"""
+        return str(self).splitlines()[0] if str(self) else "Pkl evaluation failed"
+
+
+class PklServerError(RuntimeError):
+    """The ``pkl server`` process failed or broke the protocol."""
+
+
+@dataclass
+class EvaluationRequest:
+    module_uri: str
+    expression: str = "output.text"
+    module_text: str | None = None
+    readers: Sequence[ModuleReader] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    root_dir: str | None = None
+    project: Mapping[str, Any] | None = None
+
+
+class PklServer:
+    """One ``pkl server`` child process; evaluations are serialised through it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._unpacker: msgpack.Unpacker | None = None
+        self._next_id = 0
+
+    # -- process lifecycle -------------------------------------------------------------------
+    def _ensure_started(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
+        self._process = subprocess.Popen(
+            [str(find_pkl()), "server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self._unpacker = msgpack.Unpacker(raw=False)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._process is not None:
+                self._process.kill()
+                self._process.wait()
+                self._process = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    # -- wire ----------------------------------------------------------------------------------
+    def _request_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _send(self, code: int, body: dict[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.write(msgpack.packb([code, body]))
+        self._process.stdin.flush()
+
+    def _receive(self) -> tuple[int, dict[str, Any]]:
+        assert self._process is not None and self._process.stdout is not None and self._unpacker is not None
+        while True:
+            for message in self._unpacker:
+                return message[0], message[1]
+            chunk = os.read(self._process.stdout.fileno(), 65536)
+            if not chunk:
+                raise PklServerError("pkl server exited unexpectedly")
+            self._unpacker.feed(chunk)
+
+    def _wait_for(self, wanted: int, request_id: int, readers: dict[str, ModuleReader]) -> dict[str, Any]:
+        """Reads messages until the response to ``request_id``, serving the server's read requests."""
+        while True:
+            code, body = self._receive()
+            if code == wanted and body.get("requestId") == request_id:
+                return body
+            if code == _LOG:
+                log.log(logging.WARNING if body.get("level") == 1 else logging.DEBUG,
+                        "pkl: %s (%s)", body.get("message"), body.get("frameUri"))
+            elif code in (_READ_MODULE, _LIST_MODULES, _READ_RESOURCE, _LIST_RESOURCES):
+                self._serve_read(code, body, readers)
+            else:
+                raise PklServerError(f"unexpected message {code:#x} from pkl server")
+
+    def _serve_read(self, code: int, body: dict[str, Any], readers: dict[str, ModuleReader]) -> None:
+        uri = body["uri"]
+        reply = {"requestId": body["requestId"], "evaluatorId": body["evaluatorId"]}
+        reader = readers.get(uri.partition(":")[0])
+        try:
+            if reader is None or code in (_READ_RESOURCE, _LIST_RESOURCES):
+                raise FileNotFoundError(f"no reader for {uri}")
+            if code == _READ_MODULE:
+                reply["contents"] = reader.read(uri)
+            else:
+                reply["pathElements"] = [{"name": e.name, "isDirectory": e.is_directory} for e in reader.list(uri)]
+        except Exception as exc:  # any reader failure becomes a Pkl error naming the URI
+            reply["error"] = str(exc)
+        response = {
+            _READ_MODULE: _READ_MODULE_RESPONSE,
+            _LIST_MODULES: _LIST_MODULES_RESPONSE,
+            _READ_RESOURCE: _READ_RESOURCE_RESPONSE,
+            _LIST_RESOURCES: _LIST_RESOURCES_RESPONSE,
+        }[code]
+        self._send(response, reply)
+
+    # -- evaluation --------------------------------------------------------------------------
+    def evaluate(self, request: EvaluationRequest) -> Any:
+        """Evaluates ``request.expression`` in the module and returns the decoded value."""
+        with self._lock:
+            try:
+                return self._evaluate_locked(request)
+            except (OSError, PklServerError):
+                # A dead or confused server is replaced on the next evaluation.
+                if self._process is not None:
+                    self._process.kill()
+                    self._process = None
+                raise
+
+    def _evaluate_locked(self, request: EvaluationRequest) -> Any:
+        self._ensure_started()
+        readers = {reader.scheme: reader for reader in request.readers}
+        create_id = self._request_id()
+        create: dict[str, Any] = {
+            "requestId": create_id,
+            "allowedModules": _STANDARD_MODULES + [f"{scheme}:" for scheme in readers],
+            "allowedResources": _STANDARD_RESOURCES,
+            "clientModuleReaders": [
+                {
+                    "scheme": r.scheme,
+                    "hasHierarchicalUris": r.is_hierarchical,
+                    "isGlobbable": r.is_globbable,
+                    "isLocal": r.is_local,
+                }
+                for r in readers.values()
+            ],
+            "env": dict(os.environ),
+            "properties": dict(request.properties),
+        }
+        if request.root_dir:
+            create["rootDir"] = request.root_dir
+        if request.project:
+            create["project"] = dict(request.project)
+        self._send(_CREATE_EVALUATOR, create)
+        created = self._wait_for(_CREATE_EVALUATOR_RESPONSE, create_id, readers)
+        if created.get("error"):
+            raise PklServerError(f"pkl server refused to create an evaluator: {created['error']}")
+        evaluator_id = created["evaluatorId"]
+        try:
+            evaluate_id = self._request_id()
+            evaluate: dict[str, Any] = {
+                "requestId": evaluate_id,
+                "evaluatorId": evaluator_id,
+                "moduleUri": request.module_uri,
+                "expr": request.expression,
+            }
+            if request.module_text is not None:
+                evaluate["moduleText"] = request.module_text
+            self._send(_EVALUATE, evaluate)
+            result = self._wait_for(_EVALUATE_RESPONSE, evaluate_id, readers)
+        finally:
+            self._send(_CLOSE_EVALUATOR, {"evaluatorId": evaluator_id})
+        if result.get("error"):
+            raise PklError(result["error"])
+        return msgpack.unpackb(result["result"], raw=False)
+
+
+_shared: PklServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> PklServer:
+    """The process-wide ``pkl server``, started on first use."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = PklServer()
+        return _shared
