@@ -1,0 +1,150 @@
+"""The Pkl runtime: the real ``pkl server``, the ``svc:`` and ``plugins:`` readers, errors, binary lookup."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from svc.pkl import EvaluationRequest, PklError, PluginConfigReader, bundled_modules, evaluate_json, shared_server
+from svc.pkl import binary as pkl_binary
+from svc.pkl.readers import installed_plugin_configs
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def test_evaluates_a_file_through_the_shared_server(write_pkl) -> None:
+    module = write_pkl("m.pkl", """
+        name = "svc"
+        answer = 6 * 7
+        output { renderer = new JsonRenderer {} }
+    """)
+    assert evaluate_json(module) == {"name": "svc", "answer": 42}
+
+
+def test_one_server_process_serves_many_evaluations(write_pkl) -> None:
+    module = write_pkl("m.pkl", "x = 1\noutput { renderer = new JsonRenderer {} }\n")
+    evaluate_json(module)
+    pid = shared_server().pid
+    for _ in range(5):
+        evaluate_json(module)
+    assert pid is not None and shared_server().pid == pid
+
+
+def test_edits_between_evaluations_are_seen(write_pkl) -> None:
+    """A fresh evaluator per evaluation: Pkl's module cache never serves a stale file."""
+    module = write_pkl("m.pkl", "x = 1\noutput { renderer = new JsonRenderer {} }\n")
+    assert evaluate_json(module) == {"x": 1}
+    module.write_text("x = 2\noutput { renderer = new JsonRenderer {} }\n")
+    assert evaluate_json(module) == {"x": 2}
+
+
+def test_syntax_error_names_file_and_line(write_pkl) -> None:
+    module = write_pkl("broken.pkl", """
+        a = 1
+        b = = 2
+    """)
+    with pytest.raises(PklError) as caught:
+        evaluate_json(module)
+    message = str(caught.value)
+    assert "broken.pkl" in message
+    assert "\n2 | b = = 2" in message  # Pkl quotes the line with its number
+    assert "–– Pkl Error ––" not in message
+
+
+def test_svc_scheme_serves_bundled_config() -> None:
+    text = bundled_modules().read("svc:/Config.pkl")
+    assert "open module svc.Config" in text
+    names = {element.name for element in bundled_modules().list("svc:/")}
+    assert "Config.pkl" in names
+
+
+def test_svc_scheme_refuses_to_escape_the_bundle() -> None:
+    with pytest.raises(FileNotFoundError):
+        bundled_modules().read("svc:/../__init__.py")
+
+
+def test_plugins_scheme_serves_each_plugins_config(write_pkl) -> None:
+    reader = PluginConfigReader({"FIXTURE": FIXTURES / "plugin_pkg" / "svc_fixture_plugin" / "Config.pkl"})
+    config = write_pkl("agent.pkl", """
+        amends "svc:/Config.pkl"
+        import "plugins:/FIXTURE.pkl" as Fixture
+        agent { resourcePlugins { new Fixture.PluginConfig { greeting = "hi" } } }
+    """)
+    rendered = evaluate_json(config, readers=[bundled_modules(), reader])
+    plugin = rendered["agent"]["resourcePlugins"][0]
+    assert plugin["type"] == "FIXTURE"
+    assert plugin["greeting"] == "hi"
+    assert plugin["enabled"] is True
+
+
+def test_plugins_scheme_names_the_installed_plugins_when_one_is_missing(write_pkl) -> None:
+    reader = PluginConfigReader({"FIXTURE": FIXTURES / "plugin_pkg" / "svc_fixture_plugin" / "Config.pkl"})
+    config = write_pkl("agent.pkl", """
+        amends "svc:/Config.pkl"
+        import "plugins:/NOPE.pkl" as Nope
+        agent { resourcePlugins { new Nope.PluginConfig {} } }
+    """)
+    with pytest.raises(PklError) as caught:
+        evaluate_json(config, readers=[bundled_modules(), reader])
+    assert "NOPE" in str(caught.value) and "FIXTURE" in str(caught.value)
+
+
+def test_plugin_lookup_reads_the_entry_point_group() -> None:
+    """Installed plugins register in ``svc.plugins``; each name maps to its package's Config.pkl."""
+    for namespace, config in installed_plugin_configs().items():
+        assert config.name == "Config.pkl", namespace
+
+
+def test_module_text_evaluation_with_properties() -> None:
+    request = EvaluationRequest(
+        module_uri="repl:text",
+        module_text='x = read("prop:who")\noutput { renderer = new JsonRenderer {} }',
+        properties={"who": "world"},
+    )
+    assert json.loads(shared_server().evaluate(request)) == {"x": "world"}
+
+
+@pytest.fixture
+def fresh_lookup(monkeypatch: pytest.MonkeyPatch):
+    pkl_binary.find_pkl.cache_clear()
+    yield
+    pkl_binary.find_pkl.cache_clear()
+
+
+def test_svc_pkl_pointing_nowhere_is_a_clear_error(fresh_lookup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SVC_PKL", str(tmp_path / "missing-pkl"))
+    with pytest.raises(pkl_binary.PklBinaryError, match="SVC_PKL.*does not exist.*install"):
+        pkl_binary.find_pkl()
+
+
+def test_too_old_pkl_is_a_clear_error(fresh_lookup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    old = tmp_path / "pkl"
+    old.write_text("#!/bin/sh\necho 'Pkl 0.25.3 (Linux, native)'\n")
+    old.chmod(old.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("SVC_PKL", str(old))
+    with pytest.raises(pkl_binary.PklBinaryError, match=r"Pkl 0\.25\.3 .* too old.*0\.30\.0"):
+        pkl_binary.find_pkl()
+
+
+def test_svc_pkl_wins_over_the_virtualenv_binary(fresh_lookup, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    real = Path(os.environ.get("SVC_PKL") or pkl_binary.find_pkl())
+    pkl_binary.find_pkl.cache_clear()
+    link = tmp_path / "my-pkl"
+    link.symlink_to(real)
+    monkeypatch.setenv("SVC_PKL", str(link))
+    assert pkl_binary.find_pkl() == link
+
+
+def test_missing_binary_is_reported_from_the_cli(home: Path, tmp_path: Path) -> None:
+    from conftest import run_svc
+
+    config = tmp_path / "c.pkl"
+    config.write_text('amends "svc:/Config.pkl"\n')
+    result = run_svc("status", "agent", "--config", str(config), env={"SVC_PKL": str(tmp_path / "none")})
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: $SVC_PKL is")
+    assert "install" in result.stderr
