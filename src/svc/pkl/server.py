@@ -46,8 +46,11 @@ class PklError(Exception):
     """Pkl rejected the evaluation; ``str()`` is Pkl's own message, with file and line."""
 
     def __init__(self, message: str) -> None:
-        lines = [line for line in message.strip().splitlines() if line.strip() != "–– Pkl Error ––"]
-        super().__init__("\n".join(lines).strip())
+        # Pkl's message is blocks separated by blank lines: the headline, then stack frames. The
+        # banner and the frames inside Pkl's own output rendering say nothing about the user's file.
+        blocks = message.replace("–– Pkl Error ––", "").strip().split("\n\n")
+        kept = [block for block in blocks if "at pkl.base#Module.output" not in block]
+        super().__init__("\n\n".join(kept).strip())
 
     @property
     def headline(self) -> str:
