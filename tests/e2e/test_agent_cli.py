@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx
 import yaml
-from conftest import run_svc
 
+from conftest import run_svc
 from svc import __version__
 
 

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import run_svc
 
 REPO = Path(__file__).resolve().parents[2]

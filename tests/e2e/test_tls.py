@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trustme
+
 from conftest import run_svc
 
 

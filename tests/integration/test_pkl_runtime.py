@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from svc.pkl import EvaluationRequest, PklError, PluginConfigReader, bundled_modules, evaluate_json, shared_server
+from svc.pkl import (
+    EvaluationRequest,
+    PklError,
+    PluginConfigReader,
+    bundled_modules,
+    evaluate_json,
+    shared_server,
+)
 from svc.pkl import binary as pkl_binary
 from svc.pkl.readers import installed_plugin_configs
 

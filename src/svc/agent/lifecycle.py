@@ -74,7 +74,9 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise AgentError(f"port {port} is already in use; stop what listens there or set agent.server.port") from exc
+            raise AgentError(
+                f"port {port} is already in use; stop what listens there or set agent.server.port"
+            ) from exc
         raise AgentError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
     sock.listen(2048)
     sock.set_inheritable(True)

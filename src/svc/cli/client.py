@@ -23,14 +23,15 @@ def _describe_connect_error(exc: Exception, base_url: str) -> str:
             return (f"TLS verification of the agent at {base_url} failed: {cause.verify_message}; "
                     "if the agent's certificate comes from a private CA, set SSL_CERT_FILE to that CA's bundle")
         if isinstance(cause, ssl.SSLError):
-            return (f"TLS handshake with the agent at {base_url} failed ({cause.reason or cause}); "
+            return (f"TLS handshake with the agent at {base_url} failed ({getattr(cause, 'reason', None) or cause}); "
                     "check that the agent serves HTTPS on this port, or use http:// in cli.api.url")
         text = f"{text} {cause}"
         cause = cause.__cause__ or cause.__context__
     if "refused" in text.lower():
         return (f"the agent at {base_url} is not running (connection refused); "
                 "start it with: svc agent start --config <file>, or check cli.api.url and cli.api.port")
-    return f"cannot reach the agent at {base_url} ({text.strip() or type(exc).__name__}); check cli.api.url and cli.api.port"
+    reason = text.strip() or type(exc).__name__
+    return f"cannot reach the agent at {base_url} ({reason}); check cli.api.url and cli.api.port"
 
 
 class AgentClient:
@@ -75,7 +76,9 @@ class AgentClient:
     def get_json(self, path: str) -> Any:
         response = self.request("GET", path)
         if response.is_error:
-            raise CliError(f"the agent answered {response.status_code} to GET {API_PREFIX}{path}: {response.text[:200]}")
+            raise CliError(
+                f"the agent answered {response.status_code} to GET {API_PREFIX}{path}: {response.text[:200]}"
+            )
         return response.json()
 
     def stats(self) -> dict[str, Any]:

@@ -12,12 +12,12 @@ import yaml
 from rich.console import Console
 
 
-class Consumer(str, enum.Enum):
+class Consumer(enum.StrEnum):
     human = "human"
     machine = "machine"
 
 
-class Schema(str, enum.Enum):
+class Schema(enum.StrEnum):
     json = "json"
     yaml = "yaml"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -30,9 +30,9 @@ def _pip_failure(output: str, version: str) -> str:
 
 def upgrade(
     version: Annotated[str, typer.Option("--version", help="The version to install, e.g. the agent's version.")],
-    index_url: Annotated[Optional[str], typer.Option("--index-url", help="Passed to pip.")] = None,
-    extra_index_url: Annotated[Optional[str], typer.Option("--extra-index-url", help="Passed to pip.")] = None,
-    find_links: Annotated[Optional[list[str]], typer.Option("--find-links", help="Passed to pip.")] = None,
+    index_url: Annotated[str | None, typer.Option("--index-url", help="Passed to pip.")] = None,
+    extra_index_url: Annotated[str | None, typer.Option("--extra-index-url", help="Passed to pip.")] = None,
+    find_links: Annotated[list[str] | None, typer.Option("--find-links", help="Passed to pip.")] = None,
 ) -> None:
     """Install svc VERSION into this environment with pip (the CLI must match the agent exactly)."""
     command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", f"svc=={version}"]
