@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
 import textwrap
-import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 
-SVC = str(Path(sys.executable).parent / "svc")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from support.processes import Agent, free_port
 
 
 @pytest.fixture
@@ -50,67 +37,6 @@ def write_pkl(tmp_path: Path):
         return path
 
     return write
-
-
-def run_svc(*args: str, env: Mapping[str, str] | None = None, input: str | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Runs the real ``svc`` console script."""
-    return subprocess.run([SVC, *args], capture_output=True, text=True, timeout=timeout, input=input,
-                          env={**os.environ, **(env or {})})
-
-
-@dataclass
-class Agent:
-    """A real ``svc agent start`` process."""
-
-    config: Path
-    port: int
-    log: Path
-    env: dict[str, str] = field(default_factory=dict)
-    scheme: str = "http"
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://localhost:{self.port}"
-
-    def start(self, wait: bool = True, verify: object = False) -> Agent:
-        self.process = subprocess.Popen(
-            [SVC, "agent", "start", "--config", str(self.config)],
-            stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env={**os.environ, **self.env},
-        )
-        if wait:
-            self.wait_healthy(verify)
-        return self
-
-    def wait_healthy(self, verify: object = False, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"agent exited with {self.process.returncode}:\n{self.output()}")
-            try:
-                if httpx.get(f"{self.url}/api/v1/health", verify=verify, timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError(f"agent not healthy after {timeout}s:\n{self.output()}")
-
-    def wait_exit(self, timeout: float = 30) -> int:
-        assert self.process is not None
-        return self.process.wait(timeout=timeout)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
 @pytest.fixture
@@ -144,3 +70,16 @@ def agent_factory(home: Path, tmp_path: Path, write_pkl) -> Iterator:
     yield make
     for agent in agents:
         agent.stop()
+
+
+FIXTURE_PLUGIN_PATH = Path(__file__).parent / "fixtures" / "plugin_pkg"
+
+
+@pytest.fixture
+def fixture_plugin(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Installs the FIXTURE plugin (tests/fixtures/plugin_pkg holds its package and dist-info) for
+    this process and for the ``svc`` subprocesses it starts."""
+    monkeypatch.syspath_prepend(str(FIXTURE_PLUGIN_PATH))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FIXTURE_PLUGIN_PATH),
+                                                                    os.environ.get("PYTHONPATH")])))
+    return FIXTURE_PLUGIN_PATH

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from conftest import run_svc
+from support.processes import run_svc
 from svc import __version__
 
 

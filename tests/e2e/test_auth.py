@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from conftest import run_svc
+from support.processes import run_svc
 from svc.api.auth import hash_password
 
 PASSWORD = "correct horse battery staple"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_svc
+from support.processes import run_svc
 
 REPO = Path(__file__).resolve().parents[2]
 

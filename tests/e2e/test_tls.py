@@ -9,7 +9,7 @@ import httpx
 import pytest
 import trustme
 
-from conftest import run_svc
+from support.processes import run_svc
 
 
 @pytest.fixture

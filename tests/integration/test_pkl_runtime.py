@@ -147,7 +147,7 @@ def test_svc_pkl_wins_over_the_virtualenv_binary(fresh_lookup, monkeypatch: pyte
 
 
 def test_missing_binary_is_reported_from_the_cli(home: Path, tmp_path: Path) -> None:
-    from conftest import run_svc
+    from support.processes import run_svc
 
     config = tmp_path / "c.pkl"
     config.write_text('amends "svc:/Config.pkl"\n')
