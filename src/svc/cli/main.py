@@ -10,7 +10,9 @@ import typer
 from svc import __version__
 from svc.agent import AgentError
 from svc.cli.agent_commands import agent_app, status_app
+from svc.cli.deploy_commands import deploy_app
 from svc.cli.errors import CliError
+from svc.cli.forma_commands import PROPERTY_FLAGS, eval_command, project_app
 from svc.cli.upgrade import upgrade
 from svc.config import ConfigError
 from svc.pkl import PklBinaryError, PklServerError
@@ -24,7 +26,10 @@ app = typer.Typer(
 )
 app.add_typer(agent_app, name="agent")
 app.add_typer(status_app, name="status")
+app.add_typer(deploy_app, name="deploy")
 app.command("upgrade")(upgrade)
+app.command("eval", context_settings=PROPERTY_FLAGS)(eval_command)
+app.add_typer(project_app, name="project")
 
 auth_app = typer.Typer(help="Authentication helpers.", no_args_is_help=True)
 app.add_typer(auth_app, name="auth")

@@ -131,6 +131,10 @@ class PklServer:
             code, body = self._receive()
             if code == wanted and body.get("requestId") == request_id:
                 return body
+            if code in (_CREATE_EVALUATOR_RESPONSE, _EVALUATE_RESPONSE) and body.get("requestId", 0) < request_id:
+                # pkl server 0.30 sometimes answers an evaluation twice; the first answer was used.
+                log.debug("dropped a repeated response to request %s", body.get("requestId"))
+                continue
             if code == _LOG:
                 log.log(logging.WARNING if body.get("level") == 1 else logging.DEBUG,
                         "pkl: %s (%s)", body.get("message"), body.get("frameUri"))

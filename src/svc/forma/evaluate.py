@@ -1,0 +1,66 @@
+"""Evaluating a forma: its CLI properties first, then the whole forma with their values."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from svc.forma.errors import FormaError, from_pkl_error
+from svc.forma.model import Forma, Property
+from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
+from svc.pkl.projects import PklProjectError, environment_for
+
+PROPERTIES_MODE = "properties"
+_NOT_A_FORMA = '{path} is not a forma; start it with: amends "@svc/forma.pkl"'
+
+
+def _evaluate(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
+    if not path.is_file():
+        raise FormaError(f"forma file {path} does not exist")
+    try:
+        environment = environment_for(path)
+    except PklProjectError as exc:
+        raise FormaError(str(exc)) from exc
+    request = EvaluationRequest(
+        module_uri=path.resolve().as_uri(),
+        readers=[bundled_modules(), *environment.readers],
+        properties=dict(properties),
+        project=environment.project,
+    )
+    try:
+        text = shared_server().evaluate(request)
+    except PklError as exc:
+        raise from_pkl_error(exc) from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormaError(_NOT_A_FORMA.format(path=path)) from exc
+    if not isinstance(document, dict):
+        raise FormaError(_NOT_A_FORMA.format(path=path))
+    return document
+
+
+def forma_properties(path: Path) -> dict[str, Property]:
+    """The forma's CLI properties, by name: each becomes the flag ``--<flag>``."""
+    document = _evaluate(path, {"$cmd": "eval", "$mode": PROPERTIES_MODE})
+    try:
+        return {name: Property.model_validate(p) for name, p in document.get("Properties", {}).items()}
+    except (ValidationError, AttributeError) as exc:
+        raise FormaError(_NOT_A_FORMA.format(path=path)) from exc
+
+
+def evaluate_forma(
+    path: Path, *, command: str = "eval", mode: str = "reconcile", flags: Mapping[str, str] | None = None
+) -> Forma:
+    """Evaluates and validates the forma at ``path``; ``flags`` are the CLI property values."""
+    document = _evaluate(path, {**(flags or {}), "$cmd": command, "$mode": mode})
+    if "Resources" not in document:
+        raise FormaError(_NOT_A_FORMA.format(path=path))
+    try:
+        return Forma.model_validate(document)
+    except ValidationError as exc:  # Pkl rendered the forma; a mismatch here is svc's own bug
+        raise FormaError(f"{path}: the evaluated forma does not have the expected shape: {exc}") from exc

@@ -1,0 +1,103 @@
+"""The evaluated forma: what the CLI sends to the agent and what the planner consumes.
+
+Field names follow the forma JSON (``api-cli-config.md`` §4.5) in PascalCase on the wire.
+Resource ``properties`` stay JSON: references (``$res``), values (``$value``) and templates
+(``$embed``) are envelopes the agent resolves; :mod:`svc.forma.envelopes` reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from svc.schema.model import FieldHint, Schema, WireModel
+
+
+class Description(WireModel):
+    text: str | None = None
+    confirm: bool = False
+
+
+class Property(WireModel):
+    """A CLI property of the forma: the flag ``--<flag>``; required when it has no default."""
+
+    flag: str
+    type: Literal["String", "Boolean", "Int", "Float"] = "String"
+    default: str | bool | int | float | None = None
+    value: str | bool | int | float | None = None
+    description: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is None
+
+
+class Policy(WireModel):
+    """A stack policy (``ttl`` or ``auto-reconcile``), or a reference to one (``$ref``)."""
+
+    type: Literal["ttl", "auto-reconcile"] | None = None
+    label: str | None = None
+    ttl_seconds: int | None = Field(default=None, alias="TTLSeconds")
+    expires_at: str | None = None
+    on_dependents: Literal["abort", "cascade"] | None = None
+    interval_seconds: int | None = None
+    ref: str | None = Field(default=None, alias="$ref")
+
+
+class Stack(WireModel):
+    label: str
+    description: str | None = None
+    policies: tuple[Policy, ...] = ()
+
+
+class ConfigFieldHint(WireModel):
+    create_only: bool = True
+
+
+class ConfigSchema(WireModel):
+    hints: dict[str, ConfigFieldHint] | None = None
+
+
+class Reaping(WireModel):
+    kind: Literal["never", "after"]
+    max_unreachable_seconds: int | None = None
+
+
+class Target(WireModel):
+    label: str
+    namespace: str
+    config: dict[str, Any] | None = None
+    config_schema: ConfigSchema | None = None
+    discoverable: bool = True
+    reaping: Reaping | None = None
+
+
+class Resource(WireModel):
+    label: str
+    type: str
+    stack: str
+    target: str
+    schema_: Schema = Field(alias="Schema")
+    properties: dict[str, Any] = Field(default_factory=dict)
+    group: str | None = None
+    alias: str | None = None
+    managed: bool = True
+
+    def hint(self, key: str) -> FieldHint | None:
+        return self.schema_.hints.get(key)
+
+
+class Forma(WireModel):
+    description: Description = Field(default_factory=Description)
+    properties: dict[str, Property] = Field(default_factory=dict)
+    stacks: tuple[Stack, ...] = ()
+    targets: tuple[Target, ...] = ()
+    policies: tuple[Policy, ...] = ()
+    resources: tuple[Resource, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        document = super().to_json()
+        if not self.properties:
+            document.pop("Properties", None)
+        return document

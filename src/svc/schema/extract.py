@@ -1,0 +1,72 @@
+"""Deriving each resource type's descriptor from a plugin's Pkl schema package alone.
+
+The agent needs every type's :class:`~svc.schema.model.Schema` before it runs a plugin. They come
+from the plugin's schema package by reflection (``svc.descriptorsOf`` in ``@svc/svc.pkl``), with no
+plugin code involved, and are cached on disk by plugin version (and svc version, which owns the
+derivation rules).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import TypeAdapter
+
+from svc import __version__
+from svc.pkl import EvaluationRequest, PklError, shared_server
+from svc.pkl.packages import implicit_environment, plugin_package, svc_package
+from svc.plugins import InstalledPlugin
+from svc.schema.model import ResourceDescriptor
+
+_DESCRIPTORS = TypeAdapter(list[ResourceDescriptor])
+
+
+class SchemaExtractionError(Exception):
+    """A plugin's schema package does not evaluate; the message is Pkl's, with file and line."""
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "svc" / "schemas"
+
+
+def _extraction_module(dependency: str) -> str:
+    return (
+        'import "@svc/svc.pkl"\n'
+        f'import* "@{dependency}/**.pkl" as modules\n'
+        "output { value = svc.descriptorsOf(modules); renderer = new JsonRenderer { omitNullProperties = true } }\n"
+    )
+
+
+def _extract(plugin: InstalledPlugin) -> list[ResourceDescriptor]:
+    package = plugin_package(plugin)
+    environment = implicit_environment([svc_package(), package])
+    request = EvaluationRequest(
+        # Any file: URI lies inside the implicit project, so the module can use @-imports.
+        module_uri="file:///svc-schema-extraction.pkl",
+        module_text=_extraction_module(package.name),
+        readers=environment.readers,
+        project=environment.project,
+    )
+    try:
+        text = shared_server().evaluate(request)
+    except PklError as exc:
+        message = f"the schema of plugin {plugin.namespace} {plugin.version} is invalid:\n{exc}"
+        raise SchemaExtractionError(message) from exc
+    return _DESCRIPTORS.validate_json(text)
+
+
+def extract_descriptors(plugin: InstalledPlugin, *, cache_dir: Path | None = None) -> dict[str, ResourceDescriptor]:
+    """Each resource type of ``plugin``, by type, from its schema package (cached by version)."""
+    cache = (cache_dir or default_cache_dir()) / f"{plugin.namespace}-{plugin.version}-svc-{__version__}.json"
+    if cache.is_file():
+        descriptors = _DESCRIPTORS.validate_json(cache.read_bytes())
+    else:
+        descriptors = _extract(plugin)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_suffix(".tmp")
+        temporary.write_text(json.dumps([d.to_json() for d in descriptors]), encoding="utf-8")
+        temporary.replace(cache)  # atomic: a concurrent reader never sees half a file
+    return {descriptor.type: descriptor for descriptor in descriptors}

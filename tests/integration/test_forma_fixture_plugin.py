@@ -1,0 +1,123 @@
+"""The FIXTURE plugin's schema package (every annotation, field and value type) through real Pkl:
+a forma over it, schema extraction from the package alone, its manifest, and svc's own package."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from svc import __version__
+from svc.forma import evaluate_forma
+from svc.pkl import EvaluationRequest, shared_server
+from svc.pkl.packages import implicit_environment, svc_package
+from svc.plugins import installed_plugins
+from svc.schema.extract import extract_descriptors
+
+FORMAS = Path(__file__).parent.parent / "fixtures" / "formas"
+EXPECTED = json.loads((FORMAS / "everything.json").read_text())
+
+
+@pytest.fixture
+def everything(fixture_plugin) -> dict:
+    return evaluate_forma(FORMAS / "everything.pkl").to_json()
+
+
+def test_the_fixture_plugin_is_found_through_its_entry_point(fixture_plugin) -> None:
+    (plugin,) = installed_plugins()
+    assert (plugin.namespace, plugin.version, plugin.dependency_name) == ("FIXTURE", "1.0.0", "fixture")
+    assert plugin.has_schema and plugin.config.is_file()
+
+
+def test_everything_matches_the_expected_forma_field_by_field(everything: dict) -> None:
+    assert everything.keys() == EXPECTED.keys()
+    for section in ("Description", "Properties", "Stacks", "Targets", "Policies"):
+        assert everything[section] == EXPECTED[section], section
+    assert [r["Label"] for r in everything["Resources"]] == [r["Label"] for r in EXPECTED["Resources"]]
+    for got, want in zip(everything["Resources"], EXPECTED["Resources"], strict=True):
+        assert got.keys() == want.keys(), got["Label"]
+        for key in got:
+            if key not in ("Schema", "Properties"):
+                assert got[key] == want[key], (got["Label"], key)
+        for key in ("Schema", "Properties"):
+            assert got[key].keys() == want[key].keys(), (got["Label"], key)
+            for field in want[key]:
+                assert got[key][field] == want[key][field], (got["Label"], key, field)
+
+
+def resource(forma: dict, label: str) -> dict:
+    return next(r for r in forma["Resources"] if r["Label"] == label)
+
+
+def test_dotted_sub_resource_keys_and_output_key_casing(everything: dict) -> None:
+    bucket = resource(everything, "data")
+    hints = bucket["Schema"]["Hints"]
+    # The bucket's hint keeps names; its Lifecycle sub-resource capitalizes them; Transition does not.
+    assert {"lifecycle", "lifecycle.ExpireDays", "lifecycle.Transition", "lifecycle.Transition.storageClass",
+            "rules.id", "rules.prefix", "root.name", "root.children"} <= hints.keys()
+    assert "root.children.name" not in hints  # a self-referencing sub-resource stops at the cycle
+    assert bucket["Properties"]["lifecycle"] == {"ExpireDays": 30, "Transition": {"storageClass": "COLD", "days": 30}}
+    vpc = resource(everything, "net")
+    assert vpc["Schema"]["Fields"] == ["CidrBlock", "EnableDnsSupport", "Tags", "LegacyTags"]
+    assert "VpcId" not in vpc["Schema"]["Hints"]  # not annotated: not tracked
+
+
+def test_required_and_opaque_derivations(everything: dict) -> None:
+    hints = resource(everything, "data")["Schema"]["Hints"]
+    assert (hints["bucketName"]["Required"], hints["policy"]["Required"]) == (True, False)
+    assert [key for key, hint in hints.items() if hint["Opaque"]] == ["password", "apiKey", "token"]
+    vm = resource(everything, "vm")["Schema"]["Hints"]
+    assert vm["UserData"]["Required"] and vm["Tags"]["Required"] and vm["AdminPassword"]["Opaque"]
+
+
+def test_envelopes_for_references_values_and_templates(everything: dict) -> None:
+    subnet = resource(everything, "sub")["Properties"]
+    assert subnet["VpcId"] == {"$res": True, "$label": "net", "$type": "FIXTURE::Network::Vpc",
+                               "$property": "VpcId", "$visibility": "Clear", "$stack": "dev-stack"}
+    bucket = resource(everything, "data")["Properties"]
+    assert bucket["password"] == {"$value": "hunter2", "$visibility": "Opaque", "$strategy": "SetOnce"}
+    assert bucket["greeting"]["$embed"] is True
+    assert re.fullmatch(r"network \x1e[A-Za-z0-9+/=]+\x1f in \x1e[A-Za-z0-9+/=]+\x1f", bucket["greeting"]["$template"])
+    settings = resource(everything, "vm")["Properties"]["Settings"]
+    assert settings["vpc"]["$property"] == "Tags.0.Key"  # .at() into a listing, then a mapping
+
+
+def test_schema_extraction_from_the_package_alone_matches_the_forma(fixture_plugin, tmp_path: Path) -> None:
+    (plugin,) = installed_plugins()
+    descriptors = extract_descriptors(plugin, cache_dir=tmp_path)
+    assert sorted(descriptors) == ["FIXTURE::Compute::Instance", "FIXTURE::Network::Route", "FIXTURE::Network::Subnet",
+                                   "FIXTURE::Network::Vpc", "FIXTURE::Storage::Bucket"]
+    for r in EXPECTED["Resources"]:
+        assert descriptors[r["Type"]].schema_.to_json() == r["Schema"], r["Type"]
+    assert descriptors["FIXTURE::Compute::Instance"].doc_comment == "A virtual machine."
+    assert descriptors["FIXTURE::Network::Vpc"].doc_comment == "A virtual network."  # the class's own doc
+
+
+def test_schema_extraction_is_cached_by_plugin_version(fixture_plugin, tmp_path: Path) -> None:
+    (plugin,) = installed_plugins()
+    extract_descriptors(plugin, cache_dir=tmp_path)
+    (cache,) = tmp_path.iterdir()
+    assert cache.name == f"FIXTURE-1.0.0-svc-{__version__}.json"
+    cached = json.loads(cache.read_text())
+    cached[0]["Schema"]["Identifier"] = "$.FromTheCache"
+    cache.write_text(json.dumps(cached))
+    assert extract_descriptors(plugin, cache_dir=tmp_path)[cached[0]["Type"]].schema_.identifier == "$.FromTheCache"
+    newer = type(plugin)(plugin.namespace, "1.0.1", plugin.package_dir)
+    assert extract_descriptors(newer, cache_dir=tmp_path)[cached[0]["Type"]].schema_.identifier != "$.FromTheCache"
+
+
+def test_the_plugin_manifest_amends_the_manifest_module(fixture_plugin) -> None:
+    (plugin,) = installed_plugins()
+    environment = implicit_environment()
+    request = EvaluationRequest(module_uri=(plugin.package_dir / "manifest.pkl").as_uri(),
+                                readers=environment.readers, project=environment.project)
+    manifest = json.loads(shared_server().evaluate(request))
+    assert manifest["namespace"] == "FIXTURE" and manifest["rateLimit"]["maxRequestsPerSecondForNamespace"] == 5
+    assert manifest["runtime"] == {"python": ">=3.11", "entrypoint": "svc_fixture_plugin:Plugin"}
+
+
+def test_svc_package_version_is_svc_version() -> None:
+    text = svc_package().project_file.read_text()
+    assert re.search(r'version = "([^"]+)"', text)[1] == __version__

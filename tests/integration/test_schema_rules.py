@@ -1,0 +1,238 @@
+"""Every rule of the svc schema (seed 001), through real Pkl: the derived descriptor, and the
+failing inputs with their exact messages. Each forma declares its own resource classes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from svc.forma import FormaError, evaluate_forma
+
+HEAD = """
+extends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+
+"""
+
+PLACEMENT = """
+  new svc.Stack { label = "s" }
+  new svc.Target { label = "t"; namespace = "TEST" }
+"""
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # errors name files relative to the working directory
+
+
+def forma(write_pkl, body: str, resources: str, name: str = "main.pkl") -> Path:
+    return write_pkl(name, HEAD + body + "\nforma {\n" + PLACEMENT + resources + "\n}\n")
+
+
+def line_of(path: Path, text: str) -> int:
+    """The line of ``text`` in the file: where an error about that resource must point."""
+    return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def schema_of(path: Path, index: int = 0):
+    return evaluate_forma(path).resources[index].schema_
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(FormaError) as caught:
+        evaluate_forma(path)
+    return str(caught.value)
+
+
+THING = """
+@svc.ResourceHint { type = "TEST::Box::Thing"; identifier = "$.Id" }
+class Thing extends svc.Resource {
+  @svc.FieldHint {} name: String
+  @svc.FieldHint {} size: Int?
+  @svc.FieldHint { required = true } owner: String?
+  @svc.FieldHint {} count: Int = 1
+  untracked: String?
+}
+"""
+
+
+def test_required_is_inferred_from_non_nullable_types(write_pkl) -> None:
+    path = forma(write_pkl, THING, 'new Thing { label = "a"; name = "n"; owner = "o" }')
+    hints = schema_of(path).hints
+    assert hints["name"].required is True  # non-nullable, no required = true
+    assert hints["size"].required is False  # nullable
+    assert hints["owner"].required is True  # nullable but required = true
+    assert hints["count"].required is True  # non-nullable with a default
+
+
+def test_a_missing_required_field_names_resource_field_and_line(write_pkl) -> None:
+    path = forma(write_pkl, THING, 'new Thing { label = "a"; owner = "o" }')
+    assert error_of(path) == (f'main.pkl:{line_of(path, "new Thing")}: '
+                              'resource "a" (TEST::Box::Thing): required field `name` is not set')
+
+
+def test_required_true_on_a_nullable_field_rejects_null(write_pkl) -> None:
+    path = forma(write_pkl, THING, 'new Thing { label = "a"; name = "n" }')
+    assert error_of(path) == (f'main.pkl:{line_of(path, "new Thing")}: '
+                              'resource "a" (TEST::Box::Thing): required field `owner` is not set')
+
+
+def test_only_annotated_properties_are_tracked(write_pkl) -> None:
+    path = forma(write_pkl, THING, 'new Thing { label = "a"; name = "n"; owner = "o"; untracked = "u" }')
+    resource = evaluate_forma(path).resources[0]
+    assert resource.schema_.fields == ("name", "size", "owner", "count")
+    assert "untracked" not in resource.schema_.hints
+    assert resource.properties == {"name": "n", "owner": "o", "count": 1}
+
+
+SECRETS = """
+typealias Secret = String | svc.SecretValue
+@svc.ResourceHint { type = "TEST::Box::Vault" identifier = "$.Id" }
+class Vault extends svc.Resource {
+  @svc.FieldHint {} plain: String?
+  @svc.FieldHint {} secret: String | svc.SecretValue
+  @svc.FieldHint {} nullable: (String | svc.SecretValue)?
+  @svc.FieldHint {} reordered: (svc.SecretValue | Int | String)?
+  @svc.FieldHint {} aliased: Secret?
+  @svc.FieldHint {} value: (String | svc.Value)?
+}
+"""
+
+
+def test_opaque_is_derived_from_secret_value_types(write_pkl) -> None:
+    path = forma(write_pkl, SECRETS.replace('"TEST::Box::Vault" identifier', '"TEST::Box::Vault"; identifier'),
+                 'new Vault { label = "v"; secret = "s" }')
+    opaque = {key: hint.opaque for key, hint in schema_of(path).hints.items()}
+    assert opaque == {"plain": False, "secret": True, "nullable": True, "reordered": True, "aliased": True,
+                      "value": False}
+
+
+NESTED = """
+@svc.SubResourceHint { outputKeyTransformation = (n) -> n.toUpperCase() }
+class Inner extends svc.SubResource { @svc.FieldHint { createOnly = true } depth: Int; note: String? }
+class Node extends svc.SubResource { name: String; children: Listing<Node>?; inner: Inner? }
+@svc.ResourceHint { type = "TEST::Box::Tree"; identifier = "$.Id" }
+class Tree extends svc.Resource {
+  @svc.FieldHint {} root: Node?
+  @svc.FieldHint {} items: Listing<Inner>?
+}
+"""
+
+
+def test_sub_resource_hints_have_dotted_keys_through_listings_nesting_and_cycles(write_pkl) -> None:
+    path = forma(write_pkl, NESTED, 'new Tree { label = "t"; root { name = "r"; inner { depth = 1 } } }')
+    schema = schema_of(path)
+    assert schema.fields == ("root", "items")
+    assert list(schema.hints) == [
+        "root", "root.name", "root.children", "root.inner", "root.inner.DEPTH", "root.inner.NOTE",
+        "items", "items.DEPTH", "items.NOTE",
+    ]
+    assert schema.hints["items.DEPTH"].create_only and schema.hints["items.DEPTH"].required
+    assert not schema.hints["root.inner.NOTE"].required
+    props = evaluate_forma(path).resources[0].properties
+    assert props == {"root": {"name": "r", "inner": {"DEPTH": 1}}}
+
+
+PARENTS = """
+@svc.ResourceHint {
+  type = "TEST::Box::Both"; identifier = "$.Id"; parent = "TEST::Box::Thing"
+  parentRefs = new svc.ParentRef { parentProperty = "Id"; childProperty = "ThingId" }
+  listParam = new svc.ListProperty { parentProperty = "Id"; listParameter = "ListedBy" }
+}
+class Both extends svc.Resource {}
+@svc.ResourceHint {
+  type = "TEST::Box::Legacy"; identifier = "$.Id"
+  listParam = List(new svc.ListProperty { parentProperty = "Id"; listParameter = "ThingId" },
+                   new svc.ListProperty { parentProperty = "Zone"; listParameter = "ZoneName" })
+}
+class Legacy extends svc.Resource {}
+"""
+
+
+def test_parent_refs_win_over_list_param_and_list_param_alone_is_mapped(write_pkl) -> None:
+    path = forma(write_pkl, PARENTS, 'new Both { label = "b" }\n  new Legacy { label = "l" }')
+    both, legacy = schema_of(path, 0), schema_of(path, 1)
+    assert [m.to_json() for m in both.parent_mappings] == [{"parentProperty": "Id", "childProperty": "ThingId"}]
+    assert both.parent == "TEST::Box::Thing"
+    assert [m.to_json() for m in legacy.parent_mappings] == [
+        {"parentProperty": "Id", "childProperty": "ThingId"},
+        {"parentProperty": "Zone", "childProperty": "ZoneName"},
+    ]
+    assert legacy.parent == ""
+
+
+@pytest.mark.parametrize("bad", ["Thing", "TEST::Thing", "TEST::Box::", "::Box::Thing", "TEST::Box::Thing::X"])
+def test_the_type_must_be_namespace_service_resource(write_pkl, bad: str) -> None:
+    body = f'@svc.ResourceHint {{ type = "{bad}"; identifier = "$.Id" }}\nclass Bad extends svc.Resource {{}}\n'
+    path = forma(write_pkl, body, 'new Bad { label = "x" }')
+    assert error_of(path) == f'main.pkl:{line_of(path, "new Bad")}: resource "x": type "{bad}" is not NAMESPACE::SERVICE::RESOURCE'
+
+
+def test_format_accepts_only_empty_and_json(write_pkl) -> None:
+    body = ('@svc.ResourceHint { type = "TEST::Box::Doc"; identifier = "$.Id" }\n'
+            'class Doc extends svc.Resource {\n  @svc.FieldHint { format = "yaml" }\n  body: String?\n}\n')
+    path = forma(write_pkl, body, 'new Doc { label = "d" }')
+    message = error_of(path)
+    assert message.startswith(f"main.pkl:{line_of(path, 'format = ')}: Expected value of type `\"\"|\"json\"`, but got `\"yaml\"`.")
+    ok = body.replace('"yaml"', '"json"')
+    assert schema_of(forma(write_pkl, ok, 'new Doc { label = "d"; body = "{}" }', "ok.pkl")).hints["body"].format == "json"
+
+
+EDGES = """
+@svc.ResourceHint { type = "TEST::Box::Edge"; identifier = "$.Id" }
+class Edge extends svc.Resource {
+  @svc.FieldHint { attachesTo = true } legacy: String?
+  @svc.FieldHint { edgeKind = "attachesTo" } modern: String?
+  @svc.FieldHint { edgeKind = "runtimeDependency" } runtime: String?
+  @svc.FieldHint {} plain: String?
+}
+"""
+
+
+def test_attaches_to_true_equals_edge_kind_attaches_to(write_pkl) -> None:
+    hints = schema_of(forma(write_pkl, EDGES, 'new Edge { label = "e" }')).hints
+    assert hints["legacy"].to_json() == hints["modern"].to_json()
+    assert (hints["legacy"].edge_kind, hints["legacy"].attaches_to) == ("attachesTo", True)
+    assert (hints["runtime"].edge_kind, hints["runtime"].attaches_to) == ("runtimeDependency", False)
+    assert (hints["plain"].edge_kind, hints["plain"].attaches_to) == ("default", False)
+
+
+def test_attaches_to_conflicting_with_runtime_dependency_is_refused(write_pkl) -> None:
+    body = EDGES.replace("{ attachesTo = true }", '{ attachesTo = true; edgeKind = "runtimeDependency" }')
+    path = forma(write_pkl, body, 'new Edge { label = "e" }')
+    message = error_of(path)
+    assert message.startswith(f'main.pkl:{line_of(path, "new Edge")}: TEST::Box::Edge field `legacy`: attachesTo = true conflicts with '
+                              'edgeKind = "runtimeDependency" (file://')
+
+
+def test_entity_set_needs_an_index_field(write_pkl) -> None:
+    body = ('@svc.ResourceHint { type = "TEST::Box::Tags"; identifier = "$.Id" }\n'
+            'class Tags extends svc.Resource {\n  @svc.FieldHint { updateMethod = "EntitySet" }\n  tags: Listing<String>?\n}\n')
+    path = forma(write_pkl, body, 'new Tags { label = "t" }')
+    message = error_of(path)
+    assert message.startswith(f'main.pkl:{line_of(path, "new Tags")}: TEST::Box::Tags field `tags`: updateMethod "EntitySet" needs indexField')
+
+
+def test_output_key_transformation_and_output_shaping(write_pkl) -> None:
+    body = """
+class UpperHint extends svc.ResourceHint { outputKeyTransformation = (n) -> n.capitalize() }
+@UpperHint { type = "TEST::Box::Shape"; identifier = "$.Id" }
+class Shape extends svc.Resource {
+  @svc.FieldHint { outputField = "custom_key" } renamed: String?
+  @svc.FieldHint { outputTransformation = svc.transform.toString; outputCondition = (v) -> v > 1 } size: Int?
+  @svc.FieldHint { outputTransformation = svc.transform.capitalizeKeys } tags: Mapping<String, String>?
+  @svc.FieldHint {} lowerCase: String?
+}
+"""
+    resources = ('new Shape { label = "a"; renamed = "r"; size = 5; tags { ["k"] = "v" }; lowerCase = "x" }\n'
+                 '  new Shape { label = "b"; size = 1 }')
+    result = evaluate_forma(forma(write_pkl, body, resources))
+    assert result.resources[0].schema_.fields == ("custom_key", "Size", "Tags", "LowerCase")
+    assert result.resources[0].properties == {"custom_key": "r", "Size": "5", "Tags": {"K": "v"}, "LowerCase": "x"}
+    assert result.resources[1].properties == {"Size": 1}  # the condition is false: the raw value
+
+
+def test_schema_query_lists_keys_with_a_flag(write_pkl) -> None:
+    path = forma(write_pkl, NESTED, 'new Tree { label = "t" }')
+    assert schema_of(path).query("create_only") == ["root.inner.DEPTH", "items.DEPTH"]

@@ -1,0 +1,37 @@
+"""Forma properties as typed CLI flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from svc.cli.errors import CliError
+from svc.cli.forma_commands import parse_property_flags
+from svc.forma.model import Property
+
+PROPERTIES = {
+    "name": Property(flag="name"),
+    "replicas": Property(flag="replicas", type="Int", default=1),
+    "ratio": Property(flag="ratio", type="Float", default=0.5),
+    "dryRun": Property(flag="dry-run", type="Boolean", default=False),
+}
+
+
+def test_given_flags_are_typed_and_passed_as_text() -> None:
+    flags = parse_property_flags(PROPERTIES, ["--name", "web", "--replicas", "3", "--ratio", "2.5", "--dry-run"])
+    assert flags == {"name": "web", "replicas": "3", "ratio": "2.5", "dry-run": "true"}
+
+
+def test_defaults_fill_in_and_booleans_can_be_turned_off() -> None:
+    assert parse_property_flags(PROPERTIES, ["--name", "x", "--no-dry-run"]) == {
+        "name": "x", "replicas": "1", "ratio": "0.5", "dry-run": "false"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "Missing option '--name'."),
+    (["--name", "x", "--replicas", "two"], "Invalid value for '--replicas': 'two' is not a valid integer."),
+    (["--name", "x", "--colour", "red"], "No such option '--colour'."),
+])
+def test_bad_flags_are_cli_errors(args: list[str], message: str) -> None:
+    with pytest.raises(CliError) as caught:
+        parse_property_flags(PROPERTIES, args)
+    assert str(caught.value) == message
