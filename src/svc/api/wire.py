@@ -1,0 +1,180 @@
+"""The API's JSON shapes (reference wire format: PascalCase, exact field names).
+
+The command service produces these objects and the HTTP layer serialises them unchanged, so that
+existing clients of the reference API keep working. Optional fields are omitted when ``None``
+(serialise with ``model_dump(by_alias=True, exclude_none=True)``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CommandState = Literal["NotStarted", "Pending", "InProgress", "Canceling", "Success", "Failed", "Canceled"]
+UpdateState = Literal["Unknown", "NotStarted", "Pending", "InProgress", "Failed", "Success", "Canceled", "Rejected"]
+ResourceOperation = Literal["create", "update", "delete", "read", "replace"]
+TERMINAL_COMMAND_STATES: frozenset[str] = frozenset({"Success", "Failed", "Canceled"})
+TERMINAL_UPDATE_STATES: frozenset[str] = frozenset({"Success", "Failed", "Canceled", "Rejected"})
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class ResourceUpdateView(Wire):
+    ResourceId: str
+    ResourceType: str
+    ResourceLabel: str | None = None
+    OldLabel: str | None = None
+    StackName: str | None = None
+    OldStackName: str | None = None
+    Operation: ResourceOperation
+    PatchDocument: list[dict[str, Any]] | None = None
+    CreateOnlyPatch: list[dict[str, Any]] | None = None
+    State: UpdateState
+    StartedAt: datetime | None = None
+    Duration: int | None = Field(default=None, description="milliseconds")
+    CurrentAttempt: int | None = None
+    MaxAttempts: int | None = None
+    ErrorMessage: str | None = None
+    StateMessage: str | None = None
+    Properties: dict[str, Any] | None = None
+    OldProperties: dict[str, Any] | None = None
+    GroupId: str | None = None
+    ReferenceLabels: dict[str, str] | None = None
+    NativeId: str | None = None
+    IsCascade: bool | None = None
+    CascadeSource: str | None = None
+
+
+class TargetUpdateView(Wire):
+    TargetLabel: str
+    Operation: Literal["create", "update", "delete", "replace", "resolve"]
+    State: UpdateState
+    Duration: int | None = None
+    ErrorMessage: str | None = None
+    Discoverable: bool = False
+    ExistingConfig: dict[str, Any] | None = None
+    DesiredConfig: dict[str, Any] | None = None
+    StartTs: datetime | None = None
+    ModifiedTs: datetime | None = None
+    IsCascade: bool | None = None
+    CascadeSource: str | None = None
+
+
+class StackUpdateView(Wire):
+    StackLabel: str
+    Operation: Literal["create", "update", "delete"]
+    State: UpdateState
+    Duration: int | None = None
+    ErrorMessage: str | None = None
+    Description: str = ""
+    StartTs: datetime | None = None
+    ModifiedTs: datetime | None = None
+
+
+class PolicyUpdateView(Wire):
+    PolicyLabel: str
+    PolicyType: Literal["ttl", "auto-reconcile"]
+    StackLabel: str | None = None
+    Operation: Literal["create", "update", "delete", "attach", "detach", "skip"]
+    State: UpdateState
+    Duration: int | None = None
+    ErrorMessage: str | None = None
+    PolicyConfig: dict[str, Any] | None = None
+    OldPolicyConfig: dict[str, Any] | None = None
+    ReferencingStacks: list[str] | None = None
+    StartTs: datetime | None = None
+    ModifiedTs: datetime | None = None
+
+
+class CommandView(Wire):
+    CommandId: str
+    Command: Literal["apply", "destroy", "sync", "discovery"]
+    Mode: Literal["reconcile", "patch"] | None = None
+    Source: str | None = None
+    Subject: str | None = None
+    SubjectName: str | None = None
+    State: CommandState
+    StartTs: datetime | None = None
+    EndTs: datetime | None = None
+    ResourceUpdates: list[ResourceUpdateView] | None = None
+    TargetUpdates: list[TargetUpdateView] | None = None
+    StackUpdates: list[StackUpdateView] | None = None
+    PolicyUpdates: list[PolicyUpdateView] | None = None
+
+
+class DescriptionView(Wire):
+    Text: str | None = None
+    Confirm: bool | None = None
+
+
+class SimulationView(Wire):
+    ChangesRequired: bool
+    Command: CommandView | None = None
+    Warnings: list[str] | None = None
+
+
+class SubmitCommandResponse(Wire):
+    CommandId: str
+    Description: DescriptionView = Field(default_factory=lambda: DescriptionView())
+    Simulation: SimulationView
+
+
+class ListCommandStatusResponse(Wire):
+    Commands: list[CommandView]
+
+
+class CanceledUpdateState(Wire):
+    State: UpdateState
+    ForceCanceled: bool | None = None
+    CommandId: str | None = None
+
+
+class CancelCommandResponse(Wire):
+    CommandIds: list[str]
+    ResourceUpdateStates: dict[str, CanceledUpdateState] | None = None
+    Forced: bool | None = None
+
+
+class ResourceSummary(Wire):
+    Label: str
+    Stack: str
+    Type: str
+    NativeID: str | None = None
+    Ksuid: str | None = None
+
+
+class StackView(Wire):
+    ID: str | None = None
+    Label: str
+    Description: str | None = None
+    Policies: list[dict[str, Any]] | None = None
+    CreatedAt: datetime | None = None
+
+
+class TargetView(Wire):
+    Label: str
+    Namespace: str
+    Config: dict[str, Any] | None = None
+    ConfigSchema: dict[str, Any] | None = None
+    Discoverable: bool = False
+    Version: int | None = None
+
+
+class ErrorBody(Wire):
+    """A typed domain error: ``{"error": Type, "data": {…}}``."""
+
+    error: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageBody(Wire):
+    """A plain error: ``{"message": "…"}``."""
+
+    message: str

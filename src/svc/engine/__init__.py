@@ -1,0 +1,1 @@
+"""The engine: planning (pure), execution (the only caller of plugins), commands and their states."""

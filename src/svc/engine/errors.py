@@ -1,0 +1,108 @@
+"""Typed errors of the command service; the API turns each into ``{"error": Type, "data": {…}}``.
+
+Every error names what to fix in ``message`` (used in logs and CLI output) and carries the
+reference's machine-readable ``data``. No error ever contains an opaque (secret) value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class EngineError(Exception):
+    """Base: a request the engine refuses. Subclasses fix the type name and HTTP status."""
+
+    error_type: ClassVar[str] = "EngineError"
+    status: ClassVar[int] = 400
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data or {}
+
+
+class CyclesDetected(EngineError):
+    error_type = "CyclesDetected"
+    status = 400
+
+
+class ReferencedResourcesNotFound(EngineError):
+    error_type = "ReferencedResourcesNotFound"
+    status = 400
+
+
+class RequiredFieldMissingOnCreate(EngineError):
+    error_type = "RequiredFieldMissingOnCreate"
+    status = 400
+
+
+class InvalidQuery(EngineError):
+    error_type = "InvalidQueryError"
+    status = 400
+
+
+class InvalidForma(EngineError):
+    """The forma JSON is malformed or names an unknown type, target, stack or plugin."""
+
+    error_type = "InvalidForma"
+    status = 400
+
+
+class StackReferenceNotFound(EngineError):
+    error_type = "StackReferenceNotFound"
+    status = 400
+
+
+class TargetReferenceNotFound(EngineError):
+    error_type = "TargetReferenceNotFound"
+    status = 400
+
+
+class ConflictingCommands(EngineError):
+    error_type = "ConflictingCommands"
+    status = 409
+
+
+class ReconcileRejected(EngineError):
+    error_type = "ReconcileRejected"
+    status = 409
+
+
+class TargetAlreadyExists(EngineError):
+    error_type = "TargetAlreadyExists"
+    status = 409
+
+
+class NonPortableResources(EngineError):
+    error_type = "NonPortableResources"
+    status = 409
+
+
+class TargetHasDependents(EngineError):
+    error_type = "TargetHasDependents"
+    status = 409
+
+
+class ResourceHasDependents(EngineError):
+    error_type = "ResourceHasDependents"
+    status = 409
+
+
+class StackDeletedDuringApply(EngineError):
+    error_type = "StackDeletedDuringApply"
+    status = 409
+
+
+class PatchRejected(EngineError):
+    error_type = "PatchRejected"
+    status = 422
+
+
+class EmptyStackRejected(EngineError):
+    error_type = "EmptyStackRejected"
+    status = 422
+
+
+class ReconcilePolicyRequired(EngineError):
+    error_type = "ReconcilePolicyRequired"
+    status = 403
