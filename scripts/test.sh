@@ -4,4 +4,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/install.sh" --dev
 cd "$root"
+# PostgreSQL for the datastore tests: the one on 127.0.0.1:5432, else a throwaway cluster.
+SVC_TEST_POSTGRES_URL="${SVC_TEST_POSTGRES_URL:-$("$root/scripts/ensure-postgres.sh")}"
+export SVC_TEST_POSTGRES_URL
 exec "${SVC_VENV:-$root/.venv}/bin/python" -m pytest "$@"

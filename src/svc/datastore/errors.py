@@ -1,0 +1,38 @@
+"""The datastore's typed errors; callers map them to exit codes and HTTP statuses without parsing text."""
+
+from __future__ import annotations
+
+
+class DatastoreError(Exception):
+    """Any datastore failure. The message is one line, safe to show to a user (no secrets); ``setting``
+    names the config field to look at when one is to blame."""
+
+    def __init__(self, message: str, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+class DatastoreUnavailable(DatastoreError):
+    """The database cannot be reached right now (connection lost, server down, lock wait exhausted).
+
+    Transient by nature: the API answers 503 and the pool reconnects by itself once the database is back.
+    """
+
+
+class DatastoreConfigError(DatastoreError):
+    """The datastore settings are wrong; ``setting`` names the config field to fix."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message, setting)
+
+
+class ConflictError(DatastoreError):
+    """The write contradicts what is stored (e.g. a live stack with that label already exists)."""
+
+
+class NotFoundError(DatastoreError):
+    """The write needs a record that does not exist."""
+
+
+class InvalidCursorError(DatastoreError):
+    """A pagination cursor that this datastore did not issue (or issued for another list)."""

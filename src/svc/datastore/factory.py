@@ -1,0 +1,60 @@
+"""``open_datastore``: picks the backend named by ``datastoreType``, connects, and migrates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+from svc.config.model import DatastoreConfig
+from svc.datastore.errors import DatastoreConfigError
+from svc.datastore.interface import Datastore
+from svc.datastore.migrate import migrate as run_migrations
+from svc.datastore.postgres import postgres_engine
+from svc.datastore.sql_base import SqlBase
+from svc.datastore.sql_store import SqlDatastore
+from svc.datastore.sqlite import sqlite_engine
+
+# A backend returns a SQLAlchemy engine and a short description (no secrets) for messages.
+EngineFactory = Callable[[DatastoreConfig], tuple[sa.Engine, str]]
+
+_BACKENDS: dict[str, EngineFactory] = {
+    "sqlite": lambda config: sqlite_engine(config.sqlite),
+    "postgres": lambda config: postgres_engine(config.postgres),
+}
+
+
+def register_backend(name: str, factory: EngineFactory) -> None:
+    """Adds a backend (e.g. the Data API, as a PostgreSQL-dialect engine) under its ``datastoreType``."""
+    _BACKENDS[name] = factory
+
+
+def _schema(config: DatastoreConfig) -> str | None:
+    return config.postgres.schema_ or None if config.datastore_type == "postgres" else None
+
+
+def open_datastore(config: DatastoreConfig, *, migrate: bool = True) -> Datastore:
+    """Connects to the configured datastore and brings its schema up to date.
+
+    Raises ``DatastoreConfigError`` (naming the setting) for bad settings, ``DatastoreUnavailable`` when
+    the database cannot be reached; both carry a one-line message.
+    """
+    factory = _BACKENDS.get(config.datastore_type)
+    if factory is None:
+        raise DatastoreConfigError(
+            f"the {config.datastore_type!r} datastore is not available in this build; use one of "
+            f"{', '.join(sorted(_BACKENDS))}", "agent.datastore.datastoreType")
+    engine, describe = factory(config)
+    store = SqlDatastore(engine, config.datastore_type, describe)
+    if migrate:
+        migrate_store(store, schema=_schema(config))
+    return store
+
+
+def migrate_store(store: SqlBase, *, schema: str | None = None) -> None:
+    """Runs the migrations on ``store``'s engine, reporting failures as datastore errors."""
+    try:
+        run_migrations(store.engine, schema=schema)
+    except (sa.exc.SQLAlchemyError, OSError) as error:
+        store.close()
+        raise store.translate(error) from error

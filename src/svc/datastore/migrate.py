@@ -1,0 +1,88 @@
+"""Schema migrations: Alembic's revision graph and operations, driven programmatically (no alembic.ini,
+no env.py), from the revision scripts in ``migrations/versions``.
+
+Runs at agent start, is idempotent (at head it does nothing) and is safe when several processes start at
+once: everything happens in ONE transaction that first takes a lock — ``pg_advisory_xact_lock`` on
+PostgreSQL (a transaction-scoped lock also works through the Data API, where every statement may use another
+session), ``BEGIN IMMEDIATE`` on SQLite. The second process waits, then finds the schema at head.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from svc.datastore.sql_base import WRITE_OPTION
+from svc.datastore.tables import metadata
+
+log = logging.getLogger("svc.datastore")
+
+SCRIPT_LOCATION = Path(__file__).parent / "migrations"
+# Arbitrary but fixed: every svc process must agree on it ("svc-migrate" as an int64).
+ADVISORY_LOCK_KEY = 0x7376632D6D696772
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationResult:
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def _config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPT_LOCATION))
+    return config
+
+
+def _script() -> ScriptDirectory:
+    return ScriptDirectory.from_config(_config())
+
+
+def head_revision() -> str | None:
+    return _script().get_current_head()
+
+
+def current_revision(conn: sa.Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def migrate(engine: sa.Engine, *, schema: str | None = None) -> MigrationResult:
+    """Upgrades the database to the newest revision (creating ``schema`` first on PostgreSQL)."""
+    config = _config()
+    script = ScriptDirectory.from_config(config)
+    with engine.connect() as base:
+        conn = base.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_LOCK_KEY})
+                if schema:
+                    conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema.replace(chr(34), chr(34) * 2)}"')
+            before = current_revision(conn)
+            head = script.get_current_head()
+            if before == head:
+                return MigrationResult(before, head)
+            log.info("database migrations are starting (%s -> %s); this may take a while", before, head)
+
+            def upgrade(revision: Any, _context: Any) -> Any:
+                return script._upgrade_revs(head, revision)  # noqa: SLF001 (alembic's own command does this)
+
+            context = EnvironmentContext(config, script, fn=upgrade, destination_rev=head)
+            # The connection is already in our transaction, so alembic runs inside it and does not commit.
+            context.configure(connection=conn, target_metadata=metadata)
+            with context.begin_transaction():
+                context.run_migrations()
+            after = current_revision(conn)
+    log.info("database migrations finished at %s", after)
+    return MigrationResult(before, after)

@@ -1,0 +1,248 @@
+"""Plain records that go in and out of the datastore: no SQL, no driver types.
+
+JSON-valued fields hold whatever the engine gives (already hashed or encrypted where secret); the datastore
+stores them as given and never interprets them beyond equality.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+Json = Mapping[str, Any]
+
+
+class CommandState(StrEnum):
+    NOT_STARTED = "NotStarted"
+    PENDING = "Pending"
+    IN_PROGRESS = "InProgress"
+    CANCELING = "Canceling"
+    SUCCESS = "Success"
+    FAILED = "Failed"
+    CANCELED = "Canceled"
+
+
+class UpdateState(StrEnum):
+    NOT_STARTED = "NotStarted"
+    PENDING = "Pending"
+    IN_PROGRESS = "InProgress"
+    SUCCESS = "Success"
+    FAILED = "Failed"
+    CANCELED = "Canceled"
+    REJECTED = "Rejected"
+
+
+TERMINAL_COMMAND_STATES: frozenset[str] = frozenset({CommandState.SUCCESS, CommandState.FAILED, CommandState.CANCELED})
+TERMINAL_UPDATE_STATES: frozenset[str] = frozenset(
+    {UpdateState.SUCCESS, UpdateState.FAILED, UpdateState.CANCELED, UpdateState.REJECTED})
+
+
+class RunState(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a list. The list ended only when ``next_cursor`` is None: a backend with a byte budget
+    may return fewer items than asked for and still have more."""
+
+    items: tuple[T, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceWrite:
+    """The desired stored state of one resource. ``ksuid`` None means "new resource, mint an id"."""
+
+    type: str
+    label: str
+    stack: str
+    target: str
+    properties: Json
+    managed: bool = True
+    native_id: str | None = None
+    ksuid: str | None = None
+    read_only_properties: Json = field(default_factory=dict)
+    # The rest of the engine's resource document (schema, alias, group…): versioned with the properties.
+    document: Json = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceVersion:
+    ksuid: str
+    version: str
+    operation: str
+    type: str
+    label: str
+    stack: str
+    target: str
+    native_id: str | None
+    managed: bool
+    properties: Json
+    read_only_properties: Json
+    document: Json
+    command_id: str | None
+    valid_from: datetime
+    current: bool
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSummary:
+    """The indexed columns of a current resource, for inventory lists that must not decode JSON."""
+
+    ksuid: str
+    type: str
+    label: str
+    stack: str
+    target: str
+    native_id: str | None
+    managed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOutcome:
+    """What a resource write did. ``version`` is None only when a delete found nothing to delete."""
+
+    ksuid: str
+    version: str | None
+    changed: bool
+    operation: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StackRecord:
+    id: str
+    label: str
+    description: str
+    version: str
+    created_at: datetime
+    updated_at: datetime
+    command_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetWrite:
+    label: str
+    namespace: str
+    config: Json
+    config_schema: Json = field(default_factory=dict)
+    discoverable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRecord:
+    label: str
+    version: int
+    namespace: str
+    config: Json
+    config_schema: Json
+    discoverable: bool
+    incarnation_id: str
+    health_state: str
+    observed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFilter:
+    """The target list's filters (exact values, or ``*`` wildcards for label and namespace)."""
+
+    label: str | None = None
+    namespace: str | None = None
+    discoverable: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyWrite:
+    """A policy; ``stack_id`` set means inline in that stack, None means standalone."""
+
+    label: str
+    policy_type: str
+    data: Json
+    stack_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRecord:
+    id: str
+    version: str
+    label: str
+    policy_type: str
+    data: Json
+    stack_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRecord:
+    """One command. ``data`` carries the engine's target/stack/policy updates and anything else it needs."""
+
+    id: str
+    command: str
+    state: str
+    start_ts: datetime
+    end_ts: datetime | None = None
+    mode: str | None = None
+    source: str = "user"
+    client_id: str = ""
+    agent_id: str = ""
+    agent_version: str = ""
+    subject: str | None = None
+    subject_name: str | None = None
+    description_text: str = ""
+    description_confirm: bool = False
+    force: bool = False
+    simulate: bool = False
+    data: Json = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceUpdateRecord:
+    """One resource's part of a command, keyed by (command_id, ksuid, operation). ``data`` is the engine's
+    payload (desired and prior state, progress, resolvables…)."""
+
+    command_id: str
+    ksuid: str
+    operation: str
+    state: str
+    resource_type: str
+    resource_label: str
+    stack_label: str
+    start_ts: datetime | None = None
+    modified_ts: datetime | None = None
+    version: str | None = None
+    group_id: str | None = None
+    is_cascade: bool = False
+    cascade_source: str | None = None
+    data: Json = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelOutcome:
+    """Result of canceling a command's resource updates, as (ksuid, operation) keys."""
+
+    canceled_not_started: tuple[tuple[str, str], ...]
+    canceled_in_progress: tuple[tuple[str, str], ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """Bookkeeping of a background run (discovery, synchronization…) for one scope (e.g. a target)."""
+
+    kind: str
+    scope: str
+    state: str
+    started_at: datetime
+    finished_at: datetime | None
+    last_success_at: datetime | None
+    details: Json

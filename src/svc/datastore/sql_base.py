@@ -1,0 +1,172 @@
+"""What every SQL-backed part of the datastore shares: connections, transactions, error translation."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from svc.datastore.errors import ConflictError, DatastoreError, DatastoreUnavailable
+
+T = TypeVar("T")
+log = logging.getLogger("svc.datastore")
+
+# Execution option read by the SQLite "begin" hook: write transactions take the write lock up front.
+WRITE_OPTION = "svc_write"
+_WRITE_ATTEMPTS = 12
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_SQLITE_TRANSIENT = ("database is locked", "database is busy", "unable to open", "disk i/o error")
+
+
+# One round trip for all keys; ORDER BY makes the acquisition order explicit.
+_LOCK = sa.text("SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM "
+                "(SELECT unnest(CAST(:keys AS text[])) AS k ORDER BY 1) AS keys")
+
+
+class Retry(Exception):
+    """Raised inside a write transaction when a concurrent writer won a compare-and-swap; the whole
+    transaction is rolled back and run again against the new state."""
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def successor(version: str) -> str:
+    """The smallest base62 string of the same length greater than ``version``: keeps a resource's
+    versions strictly increasing in byte order when two writes land in the same KSUID second."""
+    chars = list(version)
+    for index in range(len(chars) - 1, -1, -1):
+        position = _BASE62.find(chars[index])
+        if position < 0:
+            raise ValueError(f"version {version!r} is not base62")
+        if position < len(_BASE62) - 1:
+            chars[index] = _BASE62[position + 1]
+            return "".join(chars)
+        chars[index] = "0"
+    raise ValueError(f"version {version!r} has no successor")
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as the plain JSON it will be stored as (tuples become lists…), so that equality with what
+    the database returns is meaningful; non-JSON values fail here, before any write."""
+    return json.loads(json.dumps(value))
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(getattr(error, "orig", None) or error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+class SqlBase:
+    """Holds the engine; subclasses add the record-specific operations."""
+
+    def __init__(self, engine: sa.Engine, backend: str, describe: str) -> None:
+        self.engine = engine
+        self.backend = backend
+        self.describe = describe
+
+    # -- error translation -------------------------------------------------------------------------------
+
+    def translate(self, error: Exception) -> DatastoreError:
+        if isinstance(error, DatastoreError):
+            return error
+        if isinstance(error, sa.exc.TimeoutError):
+            return DatastoreUnavailable(f"datastore unavailable ({self.describe}): no free connection in time")
+        if isinstance(error, sa.exc.IntegrityError):
+            return ConflictError(f"conflicting write ({self.describe}): {_first_line(error)}")
+        if isinstance(error, sa.exc.DBAPIError):
+            line = _first_line(error)
+            transient = error.connection_invalidated or (
+                isinstance(error, (sa.exc.OperationalError, sa.exc.InterfaceError))
+                and (self.backend != "sqlite" or any(s in line.lower() for s in _SQLITE_TRANSIENT)))
+            if transient:
+                return DatastoreUnavailable(f"datastore unavailable ({self.describe}): {line}")
+            return DatastoreError(f"datastore error ({self.describe}): {line}")
+        return DatastoreError(f"datastore error ({self.describe}): {_first_line(error)}")
+
+    # -- transactions ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        """A read-only transaction (a consistent snapshot on both backends)."""
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+        except (sa.exc.SQLAlchemyError, OSError) as error:
+            raise self.translate(error) from error
+
+    @contextmanager
+    def write(self) -> Iterator[sa.Connection]:
+        """A write transaction; on SQLite it holds the database write lock from its first statement."""
+        try:
+            with self.engine.connect() as base:
+                conn = base.execution_options(**{WRITE_OPTION: True})
+                with conn.begin():
+                    yield conn
+        except (sa.exc.SQLAlchemyError, OSError) as error:
+            raise self.translate(error) from error
+
+    def write_retrying(self, work: Callable[[sa.Connection], T]) -> T:
+        """Runs ``work`` in a write transaction, again from scratch when a concurrent writer got there first
+        (``Retry`` or a unique-index violation); gives up with ``ConflictError`` after a few attempts."""
+        last: Exception | None = None
+        for attempt in range(_WRITE_ATTEMPTS):
+            if attempt:
+                # Jittered backoff so that colliding writers stop colliding.
+                time.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
+            try:
+                with self.engine.connect() as base:
+                    conn = base.execution_options(**{WRITE_OPTION: True})
+                    with conn.begin():
+                        return work(conn)
+            except Retry as error:
+                last = error
+            except sa.exc.IntegrityError as error:
+                last = error
+            except sa.exc.OperationalError as error:
+                # PostgreSQL's deadlock detector or serialization checks picked this transaction: rerun it.
+                if getattr(getattr(error, "orig", None), "sqlstate", None) not in ("40P01", "40001"):
+                    raise self.translate(error) from error
+                last = error
+            except (sa.exc.SQLAlchemyError, OSError) as error:
+                raise self.translate(error) from error
+        raise ConflictError(f"write kept conflicting with concurrent writers ({self.describe}): {last}")
+
+    def lock_all(self, conn: sa.Connection, keys: Sequence[str]) -> None:
+        """Serialises write transactions on ``keys`` until commit, taking them in sorted order (so two
+        transactions never wait on each other in a cycle). Only PostgreSQL needs it: SQLite's write
+        transactions are serial already. Compare-and-swap writes stay correct without it; the locks just
+        spare concurrent writers of one record a storm of retries."""
+        if conn.dialect.name == "postgresql" and keys:
+            conn.execute(_LOCK, {"keys": sorted(keys)})
+
+    def insert(self, table: sa.Table) -> Any:
+        """An INSERT that supports ``on_conflict_do_update`` on this dialect."""
+        return pg_insert(table) if self.engine.dialect.name == "postgresql" else sqlite_insert(table)
+
+    # -- health ----------------------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        """Raises ``DatastoreUnavailable`` unless the database answers a trivial query."""
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1").scalar_one()
+        except (sa.exc.SQLAlchemyError, OSError) as error:
+            translated = self.translate(error)
+            if not isinstance(translated, DatastoreUnavailable):
+                translated = DatastoreUnavailable(str(translated))
+            raise translated from error
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,273 @@
+"""Stacks, targets and policies: small versioned records addressed by label."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from svc.datastore.errors import ConflictError, NotFoundError
+from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
+from svc.datastore.query import FieldKind, QueryFields, parse_query
+from svc.datastore.query_sql import conditions, matcher
+from svc.datastore.records import Page, PolicyRecord, PolicyWrite, StackRecord, TargetFilter, TargetRecord, TargetWrite
+from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
+from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, policies, stack_policies, stacks, targets
+from svc.ids import new_id
+
+s, t, p, sp = stacks, targets, policies, stack_policies
+
+_TARGET_FIELDS = QueryFields("targets", {"label": FieldKind.TEXT, "namespace": FieldKind.TEXT})
+
+
+def _stack(row: sa.Row[Any]) -> StackRecord:
+    m = row._mapping
+    return StackRecord(id=m["id"], label=m["label"], description=m["description"], version=m["version"],
+                       created_at=m["created_at"], updated_at=m["valid_from"], command_id=m["command_id"])
+
+
+def _target(row: sa.Row[Any]) -> TargetRecord:
+    m = row._mapping
+    return TargetRecord(label=m["label"], version=m["version"], namespace=m["namespace"], config=m["config"],
+                        config_schema=m["config_schema"], discoverable=bool(m["discoverable"]),
+                        incarnation_id=m["incarnation_id"], health_state=m["health_state"],
+                        observed_at=m["observed_at"], created_at=m["created_at"], updated_at=m["valid_from"])
+
+
+def _policy(row: sa.Row[Any]) -> PolicyRecord:
+    m = row._mapping
+    return PolicyRecord(id=m["id"], version=m["version"], label=m["label"], policy_type=m["policy_type"],
+                        data=m["data"], stack_id=m["stack_id"] or None, created_at=m["created_at"],
+                        updated_at=m["valid_from"])
+
+
+def _next_version(current: str) -> str:
+    version = new_id()
+    return version if version > current else successor(current)
+
+
+class CatalogStore(SqlBase):
+    # -- stacks ------------------------------------------------------------------------------------------
+
+    def create_stack(self, label: str, description: str = "", *, command_id: str | None = None) -> StackRecord:
+        """A new stack (a fresh id, even if a deleted stack had the label); ``ConflictError`` if one is live."""
+
+        def work(conn: sa.Connection) -> StackRecord:
+            if self._live_stack(conn, label) is not None:
+                raise ConflictError(f"stack {label!r} already exists")
+            at = now()
+            values = {"id": new_id(), "version": new_id(), "head": HEAD_LIVE, "operation": "create",
+                      "label": label, "description": description, "command_id": command_id,
+                      "created_at": at, "valid_from": at}
+            conn.execute(sa.insert(s).values(**values))
+            return _stack(conn.execute(sa.select(s).where(s.c.id == values["id"])).one())
+
+        return self.write_retrying(work)
+
+    def update_stack(self, label: str, description: str, *, command_id: str | None = None) -> StackRecord:
+        def work(conn: sa.Connection) -> StackRecord:
+            head = self._live_stack(conn, label)
+            if head is None:
+                raise NotFoundError(f"stack {label!r} does not exist")
+            if head.description == description:
+                return _stack(head)
+            version = self._advance(conn, s, head, operation="update", head_value=HEAD_LIVE, command_id=command_id,
+                                    label=label, description=description, created_at=head.created_at)
+            return _stack(conn.execute(sa.select(s).where(s.c.id == head.id, s.c.version == version)).one())
+
+        return self.write_retrying(work)
+
+    def delete_stack(self, label: str, *, command_id: str | None = None) -> bool:
+        """Tombstones the live stack with ``label``; False if there is none."""
+
+        def work(conn: sa.Connection) -> bool:
+            head = self._live_stack(conn, label)
+            if head is None:
+                return False
+            self._advance(conn, s, head, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
+                          label=label, description=head.description, created_at=head.created_at)
+            conn.execute(sa.delete(sp).where(sp.c.stack_id == head.id))
+            return True
+
+        return self.write_retrying(work)
+
+    def get_stack(self, label: str) -> StackRecord | None:
+        with self.read() as conn:
+            row = self._live_stack(conn, label)
+        return _stack(row) if row is not None else None
+
+    def list_stacks(self, *, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[StackRecord]:
+        with self.read() as conn:
+            return paginate(conn, sa.select(s).where(head_is(s.c.head, HEAD_LIVE)), list_name="stacks",
+                            order=(s.c.label,), cursor=cursor, limit=limit, convert=_stack)
+
+    def _live_stack(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
+        return conn.execute(sa.select(s).where(s.c.label == label, head_is(s.c.head, HEAD_LIVE))).first()
+
+    def _advance(self, conn: sa.Connection, table: sa.Table, head: sa.Row[Any], *, operation: str,
+                 head_value: int, command_id: str | None, **values: Any) -> str:
+        """Appends a version after ``head`` (compare-and-swap on its head marker) and returns it."""
+        version = _next_version(head.version)
+        demoted = conn.execute(sa.update(table).where(table.c.id == head.id, table.c.version == head.version,
+                                                      table.c.head == head.head).values(head=HEAD_OLD))
+        if demoted.rowcount != 1:
+            raise Retry(f"{table.name} head moved")
+        conn.execute(sa.insert(table).values(id=head.id, version=version, head=head_value, operation=operation,
+                                             command_id=command_id, valid_from=now(), **values))
+        return version
+
+    # -- targets -----------------------------------------------------------------------------------------
+
+    def put_target(self, write: TargetWrite) -> TargetRecord:
+        """Creates the target, or adds a version when its namespace, config or discoverability changed.
+
+        Health and incarnation carry over to new versions; an unchanged target is not written.
+        """
+        config, schema = json_value(dict(write.config)), json_value(dict(write.config_schema))
+
+        def work(conn: sa.Connection) -> TargetRecord:
+            head = self._live_target(conn, write.label)
+            at = now()
+            if head is None:
+                values = {"version": 1, "incarnation_id": new_id(), "health_state": "unknown", "observed_at": None,
+                          "created_at": at}
+            else:
+                if (head.namespace, head.config, head.config_schema, bool(head.discoverable)) == (
+                        write.namespace, config, schema, write.discoverable):
+                    return _target(head)
+                demoted = conn.execute(sa.update(t).where(t.c.label == write.label, t.c.version == head.version,
+                                                          head_is(t.c.head, HEAD_LIVE)).values(head=HEAD_OLD))
+                if demoted.rowcount != 1:
+                    raise Retry("target head moved")
+                values = {"version": head.version + 1, "incarnation_id": head.incarnation_id,
+                          "health_state": head.health_state, "observed_at": head.observed_at,
+                          "created_at": head.created_at}
+            conn.execute(sa.insert(t).values(label=write.label, head=HEAD_LIVE, namespace=write.namespace,
+                                             config=config, config_schema=schema, discoverable=write.discoverable,
+                                             valid_from=at, **values))
+            return _target(conn.execute(sa.select(t).where(t.c.label == write.label,
+                                                           t.c.version == values["version"])).one())
+
+        return self.write_retrying(work)
+
+    def delete_target(self, label: str) -> bool:
+        """Removes the target and all its versions (targets keep no history once gone)."""
+        with self.write() as conn:
+            return conn.execute(sa.delete(t).where(t.c.label == label)).rowcount > 0
+
+    def get_target(self, label: str) -> TargetRecord | None:
+        with self.read() as conn:
+            row = self._live_target(conn, label)
+        return _target(row) if row is not None else None
+
+    def list_targets(self, where: TargetFilter | None = None, *, cursor: str | None = None,
+                     limit: int = DEFAULT_PAGE_SIZE) -> Page[TargetRecord]:
+        """Targets by label; ``label``/``namespace`` filters accept ``*`` wildcards (``%``/``_`` literal)."""
+        statement = sa.select(t).where(head_is(t.c.head, HEAD_LIVE))
+        where = where or TargetFilter()
+        terms = [f"{name}:{_quote(value)}" for name, value in (("label", where.label), ("namespace", where.namespace))
+                 if value is not None]
+        if terms:
+            query = parse_query(" ".join(terms), _TARGET_FIELDS)
+            statement = statement.where(*conditions(query, {"label": matcher(t.c.label),
+                                                            "namespace": matcher(t.c.namespace)}))
+        if where.discoverable is not None:
+            statement = statement.where(t.c.discoverable.is_(sa.true() if where.discoverable else sa.false()))
+        with self.read() as conn:
+            return paginate(conn, statement, list_name="targets", order=(t.c.label,), cursor=cursor, limit=limit,
+                            convert=_target)
+
+    def set_target_health(self, label: str, health_state: str, observed_at: datetime) -> bool:
+        """Records a health observation on the current version, unless a newer one is already recorded
+        (observations may arrive out of order); returns whether it was applied."""
+        with self.write() as conn:
+            done = conn.execute(
+                sa.update(t).where(t.c.label == label, head_is(t.c.head, HEAD_LIVE),
+                                   sa.or_(t.c.observed_at.is_(None), t.c.observed_at < observed_at))
+                .values(health_state=health_state, observed_at=observed_at))
+            return done.rowcount == 1
+
+    def _live_target(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
+        return conn.execute(sa.select(t).where(t.c.label == label, head_is(t.c.head, HEAD_LIVE))).first()
+
+    # -- policies ----------------------------------------------------------------------------------------
+
+    def put_policy(self, write: PolicyWrite, *, command_id: str | None = None) -> PolicyRecord:
+        """Creates the policy (by label, within its stack or among standalone ones) or versions a change."""
+        data = json_value(dict(write.data))
+        stack_id = write.stack_id or ""
+
+        def work(conn: sa.Connection) -> PolicyRecord:
+            head = self._live_policy(conn, write.label, stack_id)
+            at = now()
+            if head is None:
+                policy_id, version = new_id(), new_id()
+                conn.execute(sa.insert(p).values(id=policy_id, version=version, head=HEAD_LIVE, operation="create",
+                                                 label=write.label, policy_type=write.policy_type, stack_id=stack_id,
+                                                 data=data, command_id=command_id, created_at=at, valid_from=at))
+            else:
+                if head.policy_type == write.policy_type and head.data == data:
+                    return _policy(head)
+                policy_id = head.id
+                version = self._advance(conn, p, head, operation="update", head_value=HEAD_LIVE,
+                                        command_id=command_id, label=write.label, policy_type=write.policy_type,
+                                        stack_id=stack_id, data=data, created_at=head.created_at)
+            return _policy(conn.execute(sa.select(p).where(p.c.id == policy_id, p.c.version == version)).one())
+
+        return self.write_retrying(work)
+
+    def delete_policy(self, policy_id: str, *, command_id: str | None = None) -> bool:
+        def work(conn: sa.Connection) -> bool:
+            head = conn.execute(sa.select(p).where(p.c.id == policy_id, head_is(p.c.head, HEAD_LIVE))).first()
+            if head is None:
+                return False
+            self._advance(conn, p, head, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
+                          label=head.label, policy_type=head.policy_type, stack_id=head.stack_id, data=head.data,
+                          created_at=head.created_at)
+            conn.execute(sa.delete(sp).where(sp.c.policy_id == policy_id))
+            return True
+
+        return self.write_retrying(work)
+
+    def get_policy(self, label: str, stack_id: str | None = None) -> PolicyRecord | None:
+        with self.read() as conn:
+            row = self._live_policy(conn, label, stack_id or "")
+        return _policy(row) if row is not None else None
+
+    def list_policies(self, *, stack_id: str | None = None, cursor: str | None = None,
+                      limit: int = DEFAULT_PAGE_SIZE) -> Page[PolicyRecord]:
+        """Standalone policies (``stack_id`` None) or the inline policies of one stack, by label."""
+        statement = sa.select(p).where(head_is(p.c.head, HEAD_LIVE), p.c.stack_id == (stack_id or ""))
+        with self.read() as conn:
+            return paginate(conn, statement, list_name=f"policies:{stack_id or ''}", order=(p.c.label,),
+                            cursor=cursor, limit=limit, convert=_policy)
+
+    def attach_policy(self, stack_id: str, policy_id: str) -> bool:
+        """Attaches a standalone policy to a stack; False if it already was."""
+        with self.write() as conn:
+            statement = self.insert(sp).values(stack_id=stack_id, policy_id=policy_id, created_at=now())
+            # rowcount of an INSERT is not reliable across drivers; RETURNING says whether a row went in.
+            return conn.execute(statement.on_conflict_do_nothing().returning(sp.c.policy_id)).first() is not None
+
+    def detach_policy(self, stack_id: str, policy_id: str) -> bool:
+        with self.write() as conn:
+            return conn.execute(sa.delete(sp).where(sp.c.stack_id == stack_id,
+                                                    sp.c.policy_id == policy_id)).rowcount == 1
+
+    def list_attached_policies(self, stack_id: str, *, cursor: str | None = None,
+                               limit: int = DEFAULT_PAGE_SIZE) -> Page[PolicyRecord]:
+        statement = (sa.select(p).join(sp, sp.c.policy_id == p.c.id)
+                     .where(sp.c.stack_id == stack_id, head_is(p.c.head, HEAD_LIVE)))
+        with self.read() as conn:
+            return paginate(conn, statement, list_name=f"attached:{stack_id}", order=(p.c.label,), cursor=cursor,
+                            limit=limit, convert=_policy)
+
+    def _live_policy(self, conn: sa.Connection, label: str, stack_id: str) -> sa.Row[Any] | None:
+        return conn.execute(sa.select(p).where(p.c.label == label, p.c.stack_id == stack_id,
+                                               head_is(p.c.head, HEAD_LIVE))).first()
+
+
+def _quote(value: str) -> str:
+    """A filter value as a query-language value: ``*`` stays a wildcard, everything else is literal."""
+    return "".join(c if c == "*" else "\\" + c for c in value)

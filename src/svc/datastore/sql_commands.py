@@ -1,0 +1,214 @@
+"""Commands and their resource updates, with write-fenced terminal states."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
+from svc.datastore.query import Pattern, Query
+from svc.datastore.query_sql import conditions, match, matcher
+from svc.datastore.records import (
+    TERMINAL_COMMAND_STATES,
+    TERMINAL_UPDATE_STATES,
+    CancelOutcome,
+    CommandRecord,
+    CommandState,
+    Page,
+    ResourceUpdateRecord,
+    UpdateState,
+)
+from svc.datastore.sql_base import SqlBase, json_value, now
+from svc.datastore.tables import commands, resource_updates
+
+c, u = commands, resource_updates
+
+_BATCH = 500  # rows per multi-row INSERT: bounded statement size on every backend
+_COMMAND_ORDER = (c.c.start_ts, c.c.id)
+_UPDATE_ORDER = (u.c.ksuid, u.c.operation)
+_INCOMPLETE = (CommandState.NOT_STARTED, CommandState.PENDING, CommandState.IN_PROGRESS, CommandState.CANCELING)
+_CANCELABLE = (UpdateState.NOT_STARTED, UpdateState.PENDING)
+
+
+def _command(row: sa.Row[Any]) -> CommandRecord:
+    m = row._mapping
+    return CommandRecord(
+        id=m["id"], command=m["command"], state=m["state"], start_ts=m["start_ts"], end_ts=m["end_ts"],
+        mode=m["mode"], source=m["source"], client_id=m["client_id"], agent_id=m["agent_id"],
+        agent_version=m["agent_version"], subject=m["subject"], subject_name=m["subject_name"],
+        description_text=m["description_text"], description_confirm=bool(m["description_confirm"]),
+        force=bool(m["force"]), simulate=bool(m["simulate"]), data=m["data"],
+    )
+
+
+def _update(row: sa.Row[Any]) -> ResourceUpdateRecord:
+    m = row._mapping
+    return ResourceUpdateRecord(
+        command_id=m["command_id"], ksuid=m["ksuid"], operation=m["operation"], state=m["state"],
+        resource_type=m["resource_type"], resource_label=m["resource_label"], stack_label=m["stack_label"],
+        start_ts=m["start_ts"], modified_ts=m["modified_ts"], version=m["version"], group_id=m["group_id"],
+        is_cascade=bool(m["is_cascade"]), cascade_source=m["cascade_source"], data=m["data"],
+    )
+
+
+def _command_values(record: CommandRecord) -> dict[str, Any]:
+    return {
+        "id": record.id, "command": record.command, "state": str(record.state), "mode": record.mode,
+        "source": record.source, "client_id": record.client_id, "agent_id": record.agent_id,
+        "agent_version": record.agent_version, "subject": record.subject, "subject_name": record.subject_name,
+        "description_text": record.description_text, "description_confirm": record.description_confirm,
+        "force": record.force, "simulate": record.simulate, "start_ts": record.start_ts, "end_ts": record.end_ts,
+        "modified_ts": now(), "data": json_value(dict(record.data)),
+    }
+
+
+def _update_values(record: ResourceUpdateRecord) -> dict[str, Any]:
+    return {
+        "command_id": record.command_id, "ksuid": record.ksuid, "operation": record.operation,
+        "state": str(record.state), "resource_type": record.resource_type, "resource_label": record.resource_label,
+        "stack_label": record.stack_label, "start_ts": record.start_ts, "modified_ts": record.modified_ts,
+        "version": record.version, "group_id": record.group_id, "is_cascade": record.is_cascade,
+        "cascade_source": record.cascade_source, "data": json_value(dict(record.data)),
+    }
+
+
+def _batches(rows: Sequence[dict[str, Any]]) -> Iterable[Sequence[dict[str, Any]]]:
+    for start in range(0, len(rows), _BATCH):
+        yield rows[start:start + _BATCH]
+
+
+class CommandStore(SqlBase):
+    # -- commands ----------------------------------------------------------------------------------------
+
+    def put_command(self, command: CommandRecord, updates: Sequence[ResourceUpdateRecord] = ()) -> bool:
+        """Stores a command and its resource updates in one transaction (upsert by id, and by (command,
+        ksuid, operation)). A command or update already in a terminal state is left untouched; returns
+        whether the command row was written."""
+        command_row = _command_values(command)
+        update_rows = [_update_values(update) for update in updates]
+        with self.write() as conn:
+            statement = self.insert(c).values(**command_row)
+            statement = statement.on_conflict_do_update(
+                index_elements=[c.c.id],
+                set_={name: statement.excluded[name] for name in command_row if name != "id"},
+                where=c.c.state.not_in(TERMINAL_COMMAND_STATES))
+            written = conn.execute(statement.returning(c.c.id)).first() is not None
+            for batch in _batches(update_rows):
+                insert = self.insert(u).values(list(batch))
+                insert = insert.on_conflict_do_update(
+                    index_elements=[u.c.command_id, u.c.ksuid, u.c.operation],
+                    set_={name: insert.excluded[name] for name in update_rows[0]
+                          if name not in ("command_id", "ksuid", "operation")},
+                    where=u.c.state.not_in(TERMINAL_UPDATE_STATES))
+                conn.execute(insert)
+            return written
+
+    def set_command_state(self, command_id: str, state: str, *, end_ts: datetime | None = None,
+                          data: dict[str, Any] | None = None) -> bool:
+        """Moves a command to ``state`` unless it is already terminal (terminal states are final even under
+        concurrent writers: the check and the write are one conditional UPDATE). Returns whether it moved."""
+        values: dict[str, Any] = {"state": str(state), "modified_ts": now()}
+        if end_ts is not None:
+            values["end_ts"] = end_ts
+        if data is not None:
+            values["data"] = json_value(data)
+        with self.write() as conn:
+            done = conn.execute(sa.update(c).where(c.c.id == command_id, c.c.state.not_in(TERMINAL_COMMAND_STATES))
+                                .values(**values))
+            return done.rowcount == 1
+
+    def get_command(self, command_id: str) -> CommandRecord | None:
+        with self.read() as conn:
+            row = conn.execute(sa.select(c).where(c.c.id == command_id)).first()
+        return _command(row) if row is not None else None
+
+    def delete_command(self, command_id: str) -> bool:
+        """Removes a command and its updates (e.g. a synchronization that changed nothing)."""
+        with self.write() as conn:
+            conn.execute(sa.delete(u).where(u.c.command_id == command_id))
+            return conn.execute(sa.delete(c).where(c.c.id == command_id)).rowcount == 1
+
+    def list_commands(self, query: Query | None = None, *, client_id: str | None = None,
+                      sources: Sequence[str] | None = ("user",), cursor: str | None = None,
+                      limit: int = DEFAULT_PAGE_SIZE) -> Page[CommandRecord]:
+        """Commands matching ``query`` (``COMMAND_FIELDS``), newest first. ``client:me`` means ``client_id``;
+        ``sources`` limits the sources shown (None = all)."""
+
+        def client(pattern: Pattern) -> sa.ColumnElement[bool]:
+            if not pattern.has_wildcard and pattern.text == "me" and client_id is not None:
+                return c.c.client_id == client_id
+            return match(c.c.client_id, pattern)
+
+        def stack(pattern: Pattern) -> sa.ColumnElement[bool]:
+            return sa.exists().where(u.c.command_id == c.c.id, match(u.c.stack_label, pattern))
+
+        text_fields = {"id": matcher(c.c.id), "client": client, "command": matcher(c.c.command, case_insensitive=True),
+                       "status": matcher(c.c.state, case_insensitive=True), "stack": stack,
+                       "source": matcher(c.c.source)}
+        statement = sa.select(c).where(*conditions(query, text_fields))
+        if sources is not None:
+            statement = statement.where(c.c.source.in_(list(sources)))
+        with self.read() as conn:
+            return paginate(conn, statement, list_name="commands", order=_COMMAND_ORDER, cursor=cursor, limit=limit,
+                            convert=_command, descending=True)
+
+    def list_incomplete_commands(self, *, cursor: str | None = None,
+                                 limit: int = DEFAULT_PAGE_SIZE) -> Page[CommandRecord]:
+        """Commands that have not reached a terminal state (crash recovery, conflict checks), newest first."""
+        statement = sa.select(c).where(c.c.state.in_([str(s) for s in _INCOMPLETE]))
+        with self.read() as conn:
+            return paginate(conn, statement, list_name="incomplete-commands", order=_COMMAND_ORDER, cursor=cursor,
+                            limit=limit, convert=_command, descending=True)
+
+    # -- resource updates --------------------------------------------------------------------------------
+
+    def get_resource_updates(self, command_id: str, *, cursor: str | None = None,
+                             limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceUpdateRecord]:
+        statement = sa.select(u).where(u.c.command_id == command_id)
+        with self.read() as conn:
+            return paginate(conn, statement, list_name=f"updates:{command_id}", order=_UPDATE_ORDER, cursor=cursor,
+                            limit=limit, convert=_update)
+
+    def set_resource_update_state(self, command_id: str, ksuid: str, operation: str, state: str, *,
+                                  version: str | None = None, data: dict[str, Any] | None = None,
+                                  start_ts: datetime | None = None) -> bool:
+        """Moves one resource update to ``state`` (and stores ``version``/``data`` with it) unless it is
+        already terminal: Success never becomes Failed, whoever writes last. Returns whether it moved."""
+        values: dict[str, Any] = {"state": str(state), "modified_ts": now()}
+        if version is not None:
+            values["version"] = version
+        if data is not None:
+            values["data"] = json_value(data)
+        if start_ts is not None:
+            values["start_ts"] = start_ts
+        with self.write() as conn:
+            done = conn.execute(
+                sa.update(u).where(u.c.command_id == command_id, u.c.ksuid == ksuid, u.c.operation == operation,
+                                   u.c.state.not_in(TERMINAL_UPDATE_STATES)).values(**values))
+            return done.rowcount == 1
+
+    def cancel_resource_updates(self, command_id: str, *, force: bool = False) -> CancelOutcome:
+        """Cancels a command's updates that have not started; with ``force`` also those in progress.
+
+        Each group is one compare-and-swap UPDATE, so an update that finished meanwhile is reported as
+        skipped, never overwritten; running it again cancels nothing more.
+        """
+        at = now()
+
+        def cancel(conn: sa.Connection, states: Sequence[str]) -> tuple[tuple[str, str], ...]:
+            rows = conn.execute(
+                sa.update(u).where(u.c.command_id == command_id, u.c.state.in_(list(states)))
+                .values(state=str(UpdateState.CANCELED), modified_ts=at).returning(u.c.ksuid, u.c.operation)).all()
+            return tuple(sorted((row.ksuid, row.operation) for row in rows))
+
+        with self.write() as conn:
+            not_started = cancel(conn, [str(s) for s in _CANCELABLE])
+            in_progress = cancel(conn, [str(UpdateState.IN_PROGRESS)]) if force else ()
+            changed = set(not_started) | set(in_progress)
+            rows = conn.execute(sa.select(u.c.ksuid, u.c.operation).where(u.c.command_id == command_id)).all()
+            skipped = tuple(sorted((row.ksuid, row.operation) for row in rows
+                                   if (row.ksuid, row.operation) not in changed))
+        return CancelOutcome(not_started, in_progress, skipped)

@@ -1,0 +1,274 @@
+"""Resources: versioned state with tombstones and history, current-version lookups, query-filtered lists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from svc.datastore.errors import ConflictError
+from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
+from svc.datastore.query import Query
+from svc.datastore.query_sql import conditions, matcher
+from svc.datastore.records import Page, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
+from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
+from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resources
+from svc.ids import new_id
+
+r = resources
+
+_TEXT_FIELDS = {
+    "stack": matcher(r.c.stack),
+    "type": matcher(r.c.type, case_insensitive=True),
+    "label": matcher(r.c.label),
+    "target": matcher(r.c.target),
+    "native_id": matcher(r.c.native_id),
+}
+_BOOL_FIELDS = {"managed": r.c.managed}
+_LIST_ORDER = (r.c.type, r.c.label, r.c.ksuid)
+_HISTORY_ORDER = (r.c.version,)
+_ALL_VERSIONS_ORDER = (r.c.ksuid, r.c.version)
+# Compared to decide between "no change", "read-only change in place" and "new version".
+_VERSIONED = ("type", "label", "stack", "target", "native_id", "managed", "properties", "document")
+_SUMMARY_COLUMNS = (r.c.ksuid, r.c.type, r.c.label, r.c.stack, r.c.target, r.c.native_id, r.c.managed)
+_BATCH = 500  # writes per transaction in store_resources
+
+# Built once: the write path runs these for every stored version, and building statements costs more CPU
+# than executing them.
+_SELECT_HEAD = sa.select(r).where(r.c.ksuid == sa.bindparam("k"), r.c.head > sa.literal_column("0"))
+_SELECT_LIVE = sa.select(r).where(r.c.ksuid == sa.bindparam("k"), head_is(r.c.head, HEAD_LIVE))
+_SELECT_BY_NATIVE_ID = sa.select(r).where(r.c.type == sa.bindparam("t"), r.c.native_id == sa.bindparam("n"),
+                                          head_is(r.c.head, HEAD_LIVE))
+# The resource's head and the live owner of its native id, in one round trip.
+_SELECT_HEAD_OR_OWNER = sa.select(r).where(sa.or_(
+    sa.and_(r.c.ksuid == sa.bindparam("k"), r.c.head > sa.literal_column("0")),
+    sa.and_(r.c.type == sa.bindparam("t"), r.c.native_id == sa.bindparam("n"), head_is(r.c.head, HEAD_LIVE))))
+_DEMOTE = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
+                              r.c.head == sa.bindparam("h")).values(head=HEAD_OLD))
+_SET_READ_ONLY = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
+                                     head_is(r.c.head, HEAD_LIVE))
+                  .values(read_only_properties=sa.bindparam("ro", type_=r.c.read_only_properties.type)))
+_INSERT = sa.insert(r)
+
+
+def _version(row: sa.Row[Any]) -> ResourceVersion:
+    m = row._mapping
+    return ResourceVersion(
+        ksuid=m["ksuid"], version=m["version"], operation=m["operation"], type=m["type"], label=m["label"],
+        stack=m["stack"], target=m["target"], native_id=m["native_id"], managed=bool(m["managed"]),
+        properties=m["properties"], read_only_properties=m["read_only_properties"], document=m["document"],
+        command_id=m["command_id"], valid_from=m["valid_from"], current=m["head"] != HEAD_OLD,
+        deleted=m["head"] == HEAD_TOMBSTONE or m["operation"] == "delete",
+    )
+
+
+def _summary(row: sa.Row[Any]) -> ResourceSummary:
+    m = row._mapping
+    return ResourceSummary(ksuid=m["ksuid"], type=m["type"], label=m["label"], stack=m["stack"],
+                           target=m["target"], native_id=m["native_id"], managed=bool(m["managed"]))
+
+
+def _values(write: ResourceWrite) -> dict[str, Any]:
+    return {
+        "type": write.type, "label": write.label, "stack": write.stack, "target": write.target,
+        "native_id": write.native_id, "managed": write.managed,
+        "properties": json_value(dict(write.properties)),
+        "read_only_properties": json_value(dict(write.read_only_properties)),
+        "document": json_value(dict(write.document)),
+    }
+
+
+class ResourceStore(SqlBase):
+    # -- writes ------------------------------------------------------------------------------------------
+
+    def store_resource(self, write: ResourceWrite, *, command_id: str | None = None) -> StoreOutcome:
+        """Stores ``write`` as the current state of its resource.
+
+        * Nothing changed: no write. Only read-only properties changed: updated in place (same version).
+          Anything else changed: a new version; the old one stays as history.
+        * The resource is found by ksuid, else by (type, native id) among live resources, so a write for a
+          discovered (unmanaged) resource adopts its ksuid. A different live resource that already owns
+          the native id is a ``ConflictError``, unless it is unmanaged and the write is managed: then the
+          discovered row is tombstoned, as the managed resource supersedes it.
+        """
+        return self.store_resources([write], command_id=command_id)[0]
+
+    def store_resources(self, writes: Sequence[ResourceWrite], *,
+                        command_id: str | None = None) -> list[StoreOutcome]:
+        """``store_resource`` for many resources (discovery and synchronization ingest): the same rules,
+        applied in order, a few hundred per transaction."""
+        prepared = [(write, _values(write)) for write in writes]
+        outcomes: list[StoreOutcome] = []
+        for start in range(0, len(prepared), _BATCH):
+            chunk = prepared[start:start + _BATCH]
+
+            def work(conn: sa.Connection, chunk: list[tuple[ResourceWrite, dict[str, Any]]] = chunk
+                     ) -> list[StoreOutcome]:
+                self.lock_all(conn, _lock_keys(write for write, _ in chunk))
+                return [self._store(conn, write, values, command_id) for write, values in chunk]
+
+            outcomes.extend(self.write_retrying(work))
+        return outcomes
+
+    def delete_resource(self, ksuid: str, *, command_id: str | None = None) -> StoreOutcome:
+        """Writes a tombstone version; deleting a deleted or unknown resource changes nothing."""
+        return self.write_retrying(lambda conn: self._delete(conn, ksuid, command_id))
+
+    def _store(self, conn: sa.Connection, write: ResourceWrite, values: dict[str, Any],
+               command_id: str | None) -> StoreOutcome:
+        head, owner = self._head_and_owner(conn, write)
+        ksuid = write.ksuid
+        if write.native_id is not None:
+            if owner is not None and owner.ksuid != ksuid:
+                if head is None or head.head != HEAD_LIVE:
+                    ksuid, head = owner.ksuid, owner
+                elif not owner.managed and write.managed:
+                    self._append(conn, owner.ksuid, owner, _tombstone_values(owner), "delete", HEAD_TOMBSTONE,
+                                 command_id)
+                else:
+                    raise ConflictError(f"{write.type} with native id {write.native_id!r} already belongs to "
+                                        f"resource {owner.ksuid}")
+        ksuid = ksuid or new_id()
+        if head is not None and head.head == HEAD_LIVE:
+            current = head._mapping
+            if all(current[name] == values[name] for name in _VERSIONED):
+                if current["read_only_properties"] == values["read_only_properties"]:
+                    return StoreOutcome(ksuid, head.version, False, None)
+                done = conn.execute(_SET_READ_ONLY, {"k": ksuid, "v": head.version,
+                                                     "ro": values["read_only_properties"]})
+                if done.rowcount != 1:
+                    raise Retry("resource changed while updating read-only properties")
+                return StoreOutcome(ksuid, head.version, True, "update")
+            operation = "update"
+        else:
+            operation = "create"
+        version = self._append(conn, ksuid, head, values, operation, HEAD_LIVE, command_id)
+        return StoreOutcome(ksuid, version, True, operation)
+
+    def _delete(self, conn: sa.Connection, ksuid: str, command_id: str | None) -> StoreOutcome:
+        self.lock_all(conn, [f"resource:{ksuid}"])
+        head = self._head(conn, ksuid)
+        if head is None or head.head != HEAD_LIVE:
+            return StoreOutcome(ksuid, head.version if head is not None else None, False, None)
+        version = self._append(conn, ksuid, head, _tombstone_values(head), "delete", HEAD_TOMBSTONE, command_id)
+        return StoreOutcome(ksuid, version, True, "delete")
+
+    def _append(self, conn: sa.Connection, ksuid: str, head: sa.Row[Any] | None, values: dict[str, Any],
+                operation: str, head_value: int, command_id: str | None) -> str:
+        """Inserts a new current version, demoting ``head`` with a compare-and-swap: if another writer
+        demoted it first, the transaction is retried."""
+        version = new_id()
+        if head is not None:
+            if version <= head.version:
+                version = successor(head.version)
+            demoted = conn.execute(_DEMOTE, {"k": ksuid, "v": head.version, "h": head.head})
+            if demoted.rowcount != 1:
+                raise Retry("resource head moved")
+        conn.execute(_INSERT, {"ksuid": ksuid, "version": version, "head": head_value, "operation": operation,
+                               "command_id": command_id, "valid_from": now(), **values})
+        return version
+
+    # -- current-state reads -----------------------------------------------------------------------------
+
+    def _head_and_owner(self, conn: sa.Connection, write: ResourceWrite
+                        ) -> tuple[sa.Row[Any] | None, sa.Row[Any] | None]:
+        """The current row of ``write.ksuid`` and the live row owning ``write.native_id`` (often the same)."""
+        if write.ksuid and write.native_id is not None:
+            rows = conn.execute(_SELECT_HEAD_OR_OWNER, {"k": write.ksuid, "t": write.type,
+                                                        "n": write.native_id}).all()
+            head = next((row for row in rows if row.ksuid == write.ksuid), None)
+            owner = next((row for row in rows if row.type == write.type and row.native_id == write.native_id
+                          and row.head == HEAD_LIVE), None)
+            return head, owner
+        head = self._head(conn, write.ksuid) if write.ksuid else None
+        owner = self._live_by_native_id(conn, write.type, write.native_id) if write.native_id is not None else None
+        return head, owner
+
+    def _head(self, conn: sa.Connection, ksuid: str) -> sa.Row[Any] | None:
+        return conn.execute(_SELECT_HEAD, {"k": ksuid}).first()
+
+    def _live_by_native_id(self, conn: sa.Connection, type_: str, native_id: str) -> sa.Row[Any] | None:
+        return conn.execute(_SELECT_BY_NATIVE_ID, {"t": type_, "n": native_id}).first()
+
+    def get_resource(self, ksuid: str) -> ResourceVersion | None:
+        """The current version of a live resource; None if unknown or deleted."""
+        with self.read() as conn:
+            row = conn.execute(_SELECT_LIVE, {"k": ksuid}).first()
+        return _version(row) if row is not None else None
+
+    def get_resource_by_native_id(self, type_: str, native_id: str) -> ResourceVersion | None:
+        with self.read() as conn:
+            row = self._live_by_native_id(conn, type_, native_id)
+        return _version(row) if row is not None else None
+
+    def get_resource_by_label(self, stack: str, type_: str, label: str) -> ResourceVersion | None:
+        """The live resource with that (stack, type, label); a managed one wins over discovered ones."""
+        with self.read() as conn:
+            row = conn.execute(
+                sa.select(r).where(r.c.stack == stack, r.c.type == type_, r.c.label == label,
+                                   head_is(r.c.head, HEAD_LIVE))
+                .order_by(r.c.managed.desc(), r.c.ksuid).limit(1)).first()
+        return _version(row) if row is not None else None
+
+    def list_resources(self, query: Query | None = None, *, cursor: str | None = None,
+                       limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceVersion]:
+        """Live resources matching ``query``, ordered by (type, label, ksuid)."""
+        statement = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), *conditions(query, _TEXT_FIELDS, _BOOL_FIELDS))
+        with self.read() as conn:
+            return paginate(conn, statement, list_name="resources", order=_LIST_ORDER, cursor=cursor,
+                            limit=limit, convert=_version)
+
+    def list_resource_summaries(self, query: Query | None = None, *, cursor: str | None = None,
+                                limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceSummary]:
+        """Like ``list_resources`` but only the indexed columns: no JSON is read or decoded."""
+        statement = sa.select(*_SUMMARY_COLUMNS).where(head_is(r.c.head, HEAD_LIVE),
+                                                       *conditions(query, _TEXT_FIELDS, _BOOL_FIELDS))
+        with self.read() as conn:
+            return paginate(conn, statement, list_name="resource-summaries", order=_LIST_ORDER, cursor=cursor,
+                            limit=limit, convert=_summary)
+
+    def resource_history(self, ksuid: str, *, cursor: str | None = None,
+                         limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceVersion]:
+        """Every stored version of one resource, oldest first, tombstones included."""
+        statement = sa.select(r).where(r.c.ksuid == ksuid)
+        with self.read() as conn:
+            return paginate(conn, statement, list_name=f"history:{ksuid}", order=_HISTORY_ORDER, cursor=cursor,
+                            limit=limit, convert=_version)
+
+    def list_resource_versions(self, *, cursor: str | None = None,
+                               limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceVersion]:
+        """All versions of all resources by (ksuid, version): the walk boot-time backfills page through."""
+        with self.read() as conn:
+            return paginate(conn, sa.select(r), list_name="resource-versions", order=_ALL_VERSIONS_ORDER,
+                            cursor=cursor, limit=limit, convert=_version)
+
+    def count_resources(self, *, stack: str | None = None, target: str | None = None,
+                        managed: bool | None = None) -> int:
+        statement = sa.select(sa.func.count()).select_from(r).where(head_is(r.c.head, HEAD_LIVE))
+        if stack is not None:
+            statement = statement.where(r.c.stack == stack)
+        if target is not None:
+            statement = statement.where(r.c.target == target)
+        if managed is not None:
+            statement = statement.where(r.c.managed.is_(sa.true() if managed else sa.false()))
+        with self.read() as conn:
+            return int(conn.execute(statement).scalar_one())
+
+
+def _tombstone_values(head: sa.Row[Any]) -> dict[str, Any]:
+    """A tombstone keeps the identifying columns (readable history) and drops the state."""
+    m = head._mapping
+    return {"type": m["type"], "label": m["label"], "stack": m["stack"], "target": m["target"],
+            "native_id": m["native_id"], "managed": m["managed"], "properties": {},
+            "read_only_properties": {}, "document": {}}
+
+
+def _lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:
+    keys: set[str] = set()
+    for write in writes:
+        if write.ksuid:
+            keys.add(f"resource:{write.ksuid}")
+        if write.native_id is not None:
+            keys.add(f"native:{write.type}:{write.native_id}")
+    return sorted(keys)

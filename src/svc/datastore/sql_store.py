@@ -1,0 +1,13 @@
+"""The SQLAlchemy-backed datastore: one implementation for every SQL backend, composed of its parts."""
+
+from __future__ import annotations
+
+from svc.datastore.sql_catalog import CatalogStore
+from svc.datastore.sql_commands import CommandStore
+from svc.datastore.sql_resources import ResourceStore
+from svc.datastore.sql_runs import RunStore
+
+
+class SqlDatastore(ResourceStore, CatalogStore, CommandStore, RunStore):
+    """Implements ``Datastore`` over a SQLAlchemy engine (SQLite, PostgreSQL, or any driver that speaks
+    PostgreSQL's dialect, such as a Data API DB-API adapter)."""

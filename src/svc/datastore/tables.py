@@ -1,0 +1,209 @@
+"""The one table definition every backend shares (SQLAlchemy Core metadata).
+
+Versioned tables (resources, stacks, policies, targets) keep every version as a row and mark the current one
+in ``head`` so that "current state" reads are an index range scan instead of a max-version subquery:
+
+* ``HEAD_OLD`` (0) — a superseded version, kept as history;
+* ``HEAD_LIVE`` (1) — the current version of a live record;
+* ``HEAD_TOMBSTONE`` (2) — the current version is a delete tombstone.
+
+Partial indexes compare ``head`` with literals, and queries must use literals too (``head_is``), because
+SQLite only uses a partial index when the query's WHERE clause literally implies the index's.
+
+Text keys use the "C" collation on PostgreSQL so that ordering and keyset comparisons are byte order (as in
+SQLite) and never depend on the database's locale.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+HEAD_OLD = 0
+HEAD_LIVE = 1
+HEAD_TOMBSTONE = 2
+
+Key = sa.String(64).with_variant(sa.String(64, collation="C"), "postgresql")
+Label = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+Json = sa.JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
+
+
+class UtcDateTime(sa.types.TypeDecorator[datetime]):
+    """Stores naive UTC, returns aware UTC: identical on both backends and never in a server's local time."""
+
+    impl = sa.DateTime(timezone=False)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the datastore; pass an aware (UTC) datetime")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # the Data API returns timestamps as text
+            value = datetime.fromisoformat(value)
+        return value.replace(tzinfo=UTC)
+
+
+def head_is(column: sa.ColumnElement[int], value: int) -> sa.ColumnElement[bool]:
+    return column == sa.literal_column(str(value))
+
+
+def _partial(text: str) -> dict[str, Any]:
+    clause = sa.text(text)
+    return {"sqlite_where": clause, "postgresql_where": clause}
+
+
+metadata = sa.MetaData()
+
+resources = sa.Table(
+    "resources", metadata,
+    sa.Column("ksuid", Key, primary_key=True),
+    sa.Column("version", Key, primary_key=True),
+    sa.Column("head", sa.SmallInteger, nullable=False),
+    sa.Column("operation", sa.String(16), nullable=False),
+    sa.Column("type", Label, nullable=False),
+    sa.Column("label", Label, nullable=False),
+    sa.Column("stack", Label, nullable=False),
+    sa.Column("target", Label, nullable=False),
+    sa.Column("native_id", Label, nullable=True),
+    sa.Column("managed", sa.Boolean, nullable=False),
+    sa.Column("properties", Json, nullable=False),
+    sa.Column("read_only_properties", Json, nullable=False),
+    sa.Column("document", Json, nullable=False),
+    sa.Column("command_id", Key, nullable=True),
+    sa.Column("valid_from", UtcDateTime, nullable=False),
+    sa.Index("uq_resources_head", "ksuid", unique=True, **_partial("head > 0")),
+    sa.Index("uq_resources_native_id", "type", "native_id", unique=True,
+             **_partial("head = 1 AND native_id IS NOT NULL")),
+    sa.Index("uq_resources_managed_label", "stack", "type", "label", unique=True,
+             **_partial("head = 1 AND managed")),
+    sa.Index("ix_resources_live_order", "type", "label", "ksuid", **_partial("head = 1")),
+    sa.Index("ix_resources_live_stack", "stack", "type", "label", "ksuid", **_partial("head = 1")),
+    sa.Index("ix_resources_live_target", "target", **_partial("head = 1")),
+    sa.Index("ix_resources_command", "command_id"),
+)
+
+stacks = sa.Table(
+    "stacks", metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("version", Key, primary_key=True),
+    sa.Column("head", sa.SmallInteger, nullable=False),
+    sa.Column("operation", sa.String(16), nullable=False),
+    sa.Column("label", Label, nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("command_id", Key, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("valid_from", UtcDateTime, nullable=False),
+    sa.Index("uq_stacks_head", "id", unique=True, **_partial("head > 0")),
+    sa.Index("uq_stacks_live_label", "label", unique=True, **_partial("head = 1")),
+)
+
+targets = sa.Table(
+    "targets", metadata,
+    sa.Column("label", Label, primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("head", sa.SmallInteger, nullable=False),
+    sa.Column("namespace", Label, nullable=False),
+    sa.Column("config", Json, nullable=False),
+    sa.Column("config_schema", Json, nullable=False),
+    sa.Column("discoverable", sa.Boolean, nullable=False),
+    sa.Column("incarnation_id", Key, nullable=False),
+    sa.Column("health_state", sa.String(16), nullable=False),
+    sa.Column("observed_at", UtcDateTime, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("valid_from", UtcDateTime, nullable=False),
+    sa.Index("uq_targets_live_label", "label", unique=True, **_partial("head = 1")),
+    sa.Index("ix_targets_live_namespace", "namespace", "label", **_partial("head = 1")),
+)
+
+policies = sa.Table(
+    "policies", metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("version", Key, primary_key=True),
+    sa.Column("head", sa.SmallInteger, nullable=False),
+    sa.Column("operation", sa.String(16), nullable=False),
+    sa.Column("label", Label, nullable=False),
+    sa.Column("policy_type", sa.String(32), nullable=False),
+    # '' for standalone policies: NULLs would not collide in the unique index below.
+    sa.Column("stack_id", Key, nullable=False),
+    sa.Column("data", Json, nullable=False),
+    sa.Column("command_id", Key, nullable=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("valid_from", UtcDateTime, nullable=False),
+    sa.Index("uq_policies_head", "id", unique=True, **_partial("head > 0")),
+    sa.Index("uq_policies_live_label", "stack_id", "label", unique=True, **_partial("head = 1")),
+)
+
+stack_policies = sa.Table(
+    "stack_policies", metadata,
+    sa.Column("stack_id", Key, primary_key=True),
+    sa.Column("policy_id", Key, primary_key=True),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Index("ix_stack_policies_policy", "policy_id"),
+)
+
+commands = sa.Table(
+    "commands", metadata,
+    sa.Column("id", Key, primary_key=True),
+    sa.Column("command", sa.String(32), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("mode", sa.String(16), nullable=True),
+    sa.Column("source", sa.String(32), nullable=False),
+    sa.Column("client_id", Label, nullable=False),
+    sa.Column("agent_id", Key, nullable=False),
+    sa.Column("agent_version", sa.String(64), nullable=False),
+    sa.Column("subject", sa.Text, nullable=True),
+    sa.Column("subject_name", sa.Text, nullable=True),
+    sa.Column("description_text", sa.Text, nullable=False),
+    sa.Column("description_confirm", sa.Boolean, nullable=False),
+    sa.Column("force", sa.Boolean, nullable=False),
+    sa.Column("simulate", sa.Boolean, nullable=False),
+    sa.Column("start_ts", UtcDateTime, nullable=False),
+    sa.Column("end_ts", UtcDateTime, nullable=True),
+    sa.Column("modified_ts", UtcDateTime, nullable=False),
+    sa.Column("data", Json, nullable=False),
+    sa.Index("ix_commands_order", "start_ts", "id"),
+    sa.Index("ix_commands_state", "state"),
+    sa.Index("ix_commands_client", "client_id", "start_ts"),
+)
+
+resource_updates = sa.Table(
+    "resource_updates", metadata,
+    sa.Column("command_id", Key, sa.ForeignKey("commands.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("ksuid", Key, primary_key=True),
+    sa.Column("operation", sa.String(16), primary_key=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("resource_type", Label, nullable=False),
+    sa.Column("resource_label", Label, nullable=False),
+    sa.Column("stack_label", Label, nullable=False),
+    sa.Column("start_ts", UtcDateTime, nullable=True),
+    sa.Column("modified_ts", UtcDateTime, nullable=True),
+    sa.Column("version", Key, nullable=True),
+    sa.Column("group_id", Key, nullable=True),
+    sa.Column("is_cascade", sa.Boolean, nullable=False),
+    sa.Column("cascade_source", sa.Text, nullable=True),
+    sa.Column("data", Json, nullable=False),
+    sa.Index("ix_resource_updates_ksuid", "ksuid"),
+    sa.Index("ix_resource_updates_state", "state"),
+    sa.Index("ix_resource_updates_stack", "stack_label", "command_id"),
+)
+
+background_runs = sa.Table(
+    "background_runs", metadata,
+    sa.Column("kind", sa.String(32), primary_key=True),
+    sa.Column("scope", Label, primary_key=True),
+    sa.Column("run_id", Key, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("started_at", UtcDateTime, nullable=False),
+    sa.Column("finished_at", UtcDateTime, nullable=True),
+    sa.Column("last_success_at", UtcDateTime, nullable=True),
+    sa.Column("details", Json, nullable=False),
+)

@@ -1,0 +1,161 @@
+"""Backend-specific behaviour: SQLite file handling, PostgreSQL settings errors, outages and reconnection."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from psycopg import sql
+
+from svc.config.model import DatastoreConfig
+from svc.datastore import DatastoreConfigError, DatastoreError, DatastoreUnavailable, open_datastore
+from svc.datastore.postgres import connection_params
+
+ConfigFactory = Callable[..., DatastoreConfig]
+
+
+# -- SQLite ---------------------------------------------------------------------------------------------------
+
+def test_sqlite_creates_its_file_under_home_with_wal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    datastore_config: ConfigFactory) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = open_datastore(datastore_config("sqlite", sqlite_path="~/.local/share/svc/data/svc.db"))
+    try:
+        store.create_stack("s")
+    finally:
+        store.close()
+    path = tmp_path / ".local/share/svc/data/svc.db"
+    assert path.is_file()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("SELECT label FROM stacks").fetchall() == [("s",)]
+
+
+def test_sqlite_reopens_existing_data(tmp_path: Path, datastore_config: ConfigFactory) -> None:
+    config = datastore_config("sqlite", sqlite_path=str(tmp_path / "svc.db"))
+    first = open_datastore(config)
+    first.create_stack("kept")
+    first.close()
+    second = open_datastore(config)
+    try:
+        assert second.get_stack("kept") is not None
+    finally:
+        second.close()
+
+
+def test_sqlite_in_memory_works(datastore_config: ConfigFactory) -> None:
+    store = open_datastore(datastore_config("sqlite", sqlite_path=":memory:"))
+    try:
+        store.create_stack("s")
+        assert store.get_stack("s") is not None
+    finally:
+        store.close()
+
+
+def test_sqlite_unusable_path_names_the_setting(tmp_path: Path, datastore_config: ConfigFactory) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(DatastoreConfigError) as caught:
+        open_datastore(datastore_config("sqlite", sqlite_path=str(blocker / "svc.db")))
+    assert caught.value.setting == "agent.datastore.sqlite.filePath"
+    assert "\n" not in str(caught.value)
+
+
+# -- PostgreSQL settings --------------------------------------------------------------------------------------
+
+def pg(server: Any, **overrides: object) -> dict[str, object]:
+    return {"host": server.host, "port": server.port, "user": server.user, "password": server.password,
+            "database": server.database} | overrides
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("overrides, setting, words", [
+    ({"database": "svc_missing_db"}, "agent.datastore.postgres.database",
+     ['database "svc_missing_db" does not exist', "CREATE DATABASE svc_missing_db"]),
+    ({"user": "svc_no_such_role"}, "agent.datastore.postgres.user", ['"svc_no_such_role" does not exist']),
+    ({"host": "no-such-host.invalid"}, "agent.datastore.postgres.host", ['"no-such-host.invalid"']),
+    ({"connectionParams": "sslmode=bogus"}, "agent.datastore.postgres.connectionParams", ["sslmode"]),
+    ({"connectionParams": "sslmode=require"}, "agent.datastore.postgres.connectionParams", ["SSL"]),
+    ({"connectionParams": "nonsense_option=1"}, "agent.datastore.postgres.connectionParams", ["nonsense_option"]),
+])
+def test_bad_postgres_settings_give_one_line_naming_the_setting(
+        postgres_server: Any, datastore_config: ConfigFactory, overrides: dict[str, object], setting: str,
+        words: list[str]) -> None:
+    with pytest.raises(DatastoreError) as caught:
+        open_datastore(datastore_config("postgres", postgres=pg(postgres_server, **overrides)))
+    message = str(caught.value)
+    assert caught.value.setting == setting and setting in message and "\n" not in message
+    for word in words:
+        assert word in message
+
+
+def test_unreachable_postgres_is_unavailable_and_names_host_and_port(postgres_server: Any,
+                                                                    datastore_config: ConfigFactory) -> None:
+    port = closed_port()
+    with pytest.raises(DatastoreUnavailable) as caught:
+        open_datastore(datastore_config("postgres", postgres=pg(postgres_server, host="127.0.0.1", port=port)))
+    message = str(caught.value)
+    assert f"127.0.0.1:{port}" in message and "agent.datastore.postgres.host" in message and "\n" not in message
+
+
+def test_connection_params_pass_through_and_win(datastore_config: ConfigFactory) -> None:
+    config = datastore_config("postgres", postgres={
+        "password": "p@ss:w/rd!<(#*", "schema": "my schema",
+        "connectionParams": "sslmode=verify-full&sslrootcert=/etc/ssl/rds.pem&connect_timeout=3"}).postgres
+    params = connection_params(config)
+    assert params["sslmode"] == "verify-full" and params["sslrootcert"] == "/etc/ssl/rds.pem"
+    assert params["connect_timeout"] == "3" and params["password"] == "p@ss:w/rd!<(#*"
+    assert params["options"] == '-c search_path="my\\ schema"'
+    with pytest.raises(DatastoreConfigError, match="connectionParams"):
+        connection_params(datastore_config("postgres", postgres={"connectionParams": "novalue"}).postgres)
+
+
+# -- outages --------------------------------------------------------------------------------------------------
+
+def test_postgres_recovers_after_its_connections_are_cut(postgres_server: Any,
+                                                         datastore_config: ConfigFactory) -> None:
+    schema = "outage_test"
+    store = open_datastore(datastore_config("postgres", postgres=pg(postgres_server, schema=schema)))
+    try:
+        store.create_stack("before")
+        with postgres_server.connect() as admin:
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = %s AND application_name = 'svc-agent'", (postgres_server.database,)).fetchone()
+            assert killed and killed[0] >= 1
+        store.ping()  # the pool notices dead connections and replaces them by itself
+        assert store.get_stack("before") is not None
+        store.create_stack("after")
+    finally:
+        store.close()
+        with postgres_server.connect() as admin:
+            admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def test_ping_reports_an_unreachable_database_as_unavailable(postgres_server: Any,
+                                                             datastore_config: ConfigFactory) -> None:
+    schema = "ping_test"
+    store = open_datastore(datastore_config("postgres", postgres=pg(postgres_server, schema=schema)))
+    try:
+        store.ping()
+        # Point the pool at a port where nothing listens: what a server that went away looks like.
+        store.engine.dispose()  # type: ignore[attr-defined]
+        store.engine.pool._creator = lambda *_: __import__("psycopg").connect(  # type: ignore[attr-defined]
+            host="127.0.0.1", port=closed_port(), user="postgres", connect_timeout=2)
+        with pytest.raises(DatastoreUnavailable):
+            store.ping()
+        with pytest.raises(DatastoreUnavailable):
+            store.get_stack("x")
+    finally:
+        store.close()
+        with postgres_server.connect() as admin:
+            admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))

@@ -1,0 +1,292 @@
+"""The persistence contract, non-resource part: stacks, targets, policies, commands with their write-fenced
+resource updates, background-run bookkeeping, and migrations. Runs against every backend."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from svc.config.model import DatastoreConfig
+from svc.datastore import (
+    COMMAND_FIELDS,
+    CommandRecord,
+    ConflictError,
+    Datastore,
+    NotFoundError,
+    PolicyWrite,
+    ResourceUpdateRecord,
+    TargetFilter,
+    TargetWrite,
+    open_datastore,
+    parse_query,
+)
+from svc.datastore.migrate import head_revision, migrate
+from svc.datastore.sql_store import SqlDatastore
+from svc.datastore.tables import metadata
+from svc.ids import new_id
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+# -- stacks -------------------------------------------------------------------------------------------------
+
+def test_stack_lifecycle(datastore: Datastore) -> None:
+    created = datastore.create_stack("prod", "production")
+    with pytest.raises(ConflictError):
+        datastore.create_stack("prod")
+    updated = datastore.update_stack("prod", "production, updated")
+    assert (updated.id, updated.created_at) == (created.id, created.created_at)
+    assert updated.version != created.version and updated.description == "production, updated"
+    assert datastore.update_stack("prod", "production, updated").version == updated.version  # no-op
+    with pytest.raises(NotFoundError):
+        datastore.update_stack("nope", "x")
+    assert datastore.delete_stack("prod") and not datastore.delete_stack("prod")
+    assert datastore.get_stack("prod") is None
+    recreated = datastore.create_stack("prod")
+    assert recreated.id != created.id
+
+
+def test_concurrent_stack_creates_have_one_winner(datastore: Datastore) -> None:
+    barrier = threading.Barrier(5)
+
+    def create(_: int) -> bool:
+        barrier.wait()
+        try:
+            datastore.create_stack("race")
+            return True
+        except ConflictError:
+            return False
+
+    with ThreadPoolExecutor(5) as pool:
+        assert sorted(pool.map(create, range(5))) == [False] * 4 + [True]
+
+
+def test_stacks_are_listed_by_label_in_pages(datastore: Datastore) -> None:
+    for n in range(25):
+        datastore.create_stack(f"stack-{n:02d}")
+    first = datastore.list_stacks(limit=10)
+    second = datastore.list_stacks(cursor=first.next_cursor, limit=10)
+    third = datastore.list_stacks(cursor=second.next_cursor, limit=10)
+    labels = [s.label for page in (first, second, third) for s in page.items]
+    assert labels == [f"stack-{n:02d}" for n in range(25)] and third.next_cursor is None
+
+
+# -- targets ------------------------------------------------------------------------------------------------
+
+def test_target_versions_and_filters(datastore: Datastore) -> None:
+    first = datastore.put_target(TargetWrite("aws-eu", "AWS", {"Region": "eu-west-1"}, discoverable=True))
+    assert (first.version, first.health_state) == (1, "unknown")
+    assert datastore.put_target(TargetWrite("aws-eu", "AWS", {"Region": "eu-west-1"}, discoverable=True)) == first
+    second = datastore.put_target(TargetWrite("aws-eu", "AWS", {"Region": "eu-west-2"}, discoverable=True))
+    assert second.version == 2 and second.incarnation_id == first.incarnation_id
+    datastore.put_target(TargetWrite("aws_us", "AWS", {}))
+    datastore.put_target(TargetWrite("local", "LOCAL", {}))
+    assert [t.label for t in datastore.list_targets(TargetFilter(namespace="AWS")).items] == ["aws-eu", "aws_us"]
+    assert [t.label for t in datastore.list_targets(TargetFilter(label="aws_*")).items] == ["aws_us"]
+    assert [t.label for t in datastore.list_targets(TargetFilter(discoverable=True)).items] == ["aws-eu"]
+    assert datastore.delete_target("local") and datastore.get_target("local") is None
+
+
+def test_target_health_ignores_older_observations(datastore: Datastore) -> None:
+    datastore.put_target(TargetWrite("t", "AWS", {}))
+    assert datastore.set_target_health("t", "reachable", T0 + timedelta(seconds=10))
+    assert not datastore.set_target_health("t", "unreachable", T0 + timedelta(seconds=5))
+    target = datastore.get_target("t")
+    assert target is not None and target.health_state == "reachable"
+    assert target.observed_at == T0 + timedelta(seconds=10)
+    updated = datastore.put_target(TargetWrite("t", "AWS", {"changed": True}))
+    assert updated.health_state == "reachable"  # health carries over to new versions
+
+
+# -- policies -----------------------------------------------------------------------------------------------
+
+def test_policies_inline_standalone_and_attached(datastore: Datastore) -> None:
+    stack = datastore.create_stack("prod")
+    ttl = datastore.put_policy(PolicyWrite("ttl", "ttl", {"TTLSeconds": 60}, stack_id=stack.id))
+    shared = datastore.put_policy(PolicyWrite("nightly", "auto-reconcile", {"IntervalSeconds": 3600}))
+    assert datastore.put_policy(PolicyWrite("ttl", "ttl", {"TTLSeconds": 60}, stack_id=stack.id)) == ttl
+    changed = datastore.put_policy(PolicyWrite("ttl", "ttl", {"TTLSeconds": 120}, stack_id=stack.id))
+    assert changed.id == ttl.id and changed.version != ttl.version
+    assert [p.label for p in datastore.list_policies().items] == ["nightly"]
+    assert [p.data for p in datastore.list_policies(stack_id=stack.id).items] == [{"TTLSeconds": 120}]
+    assert datastore.attach_policy(stack.id, shared.id) and not datastore.attach_policy(stack.id, shared.id)
+    assert [p.id for p in datastore.list_attached_policies(stack.id).items] == [shared.id]
+    assert datastore.detach_policy(stack.id, shared.id)
+    assert datastore.delete_policy(ttl.id) and not datastore.delete_policy(ttl.id)
+    assert datastore.get_policy("ttl", stack.id) is None
+    assert datastore.get_policy("nightly") == shared
+
+
+# -- commands and resource updates ------------------------------------------------------------------------
+
+def command(command_id: str | None = None, **fields: object) -> CommandRecord:
+    values: dict[str, object] = {"id": command_id or new_id(), "command": "apply", "state": "InProgress",
+                                 "start_ts": T0, "client_id": "client-a", "mode": "reconcile"}
+    values.update(fields)
+    return CommandRecord(**values)  # type: ignore[arg-type]
+
+
+def update(command_id: str, n: int, state: str = "NotStarted", stack: str = "prod") -> ResourceUpdateRecord:
+    return ResourceUpdateRecord(command_id=command_id, ksuid=f"k{n:03d}", operation="create", state=state,
+                                resource_type="AWS::S3::Bucket", resource_label=f"b{n}", stack_label=stack,
+                                data={"DesiredState": {"n": n}})
+
+
+def test_command_round_trip_with_updates(datastore: Datastore) -> None:
+    record = command(data={"TargetUpdates": [{"TargetLabel": "t"}]}, subject="alice", force=True)
+    assert datastore.put_command(record, [update(record.id, n) for n in range(1200)])
+    assert datastore.get_command(record.id) == record
+    page = datastore.get_resource_updates(record.id, limit=500)
+    assert len(page.items) == 500 and page.items[0].data == {"DesiredState": {"n": 0}}
+    rest = datastore.get_resource_updates(record.id, cursor=page.next_cursor, limit=1000)
+    assert len(rest.items) == 700 and rest.next_cursor is None
+
+
+def test_terminal_resource_update_states_are_final(datastore: Datastore) -> None:
+    record = command()
+    datastore.put_command(record, [update(record.id, 1)])
+    assert datastore.set_resource_update_state(record.id, "k001", "create", "InProgress", start_ts=T0)
+    assert datastore.set_resource_update_state(record.id, "k001", "create", "Success", version="v1")
+    assert not datastore.set_resource_update_state(record.id, "k001", "create", "Failed")
+    datastore.put_command(record, [update(record.id, 1, state="NotStarted")])  # a re-put cannot revive it
+    stored = datastore.get_resource_updates(record.id).items[0]
+    assert (stored.state, stored.version, stored.start_ts) == ("Success", "v1", T0)
+
+
+def test_terminal_states_hold_under_concurrent_writers(datastore: Datastore) -> None:
+    record = command()
+    datastore.put_command(record, [update(record.id, n) for n in range(20)])
+    barrier = threading.Barrier(8)
+    wins: dict[str, list[str]] = {f"k{n:03d}": [] for n in range(20)}
+    lock = threading.Lock()
+
+    def race(writer: int) -> None:
+        state = "Success" if writer % 2 else "Failed"
+        barrier.wait()
+        for n in range(20):
+            if datastore.set_resource_update_state(record.id, f"k{n:03d}", "create", state):
+                with lock:
+                    wins[f"k{n:03d}"].append(state)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(race, range(8)))
+    stored = {u.ksuid: u.state for u in datastore.get_resource_updates(record.id).items}
+    for ksuid, winners in wins.items():
+        assert len(winners) == 1, ksuid
+        assert stored[ksuid] == winners[0]
+
+
+def test_command_states_are_fenced_too(datastore: Datastore) -> None:
+    record = command()
+    datastore.put_command(record)
+    assert datastore.set_command_state(record.id, "Success", end_ts=T0 + timedelta(seconds=3))
+    assert not datastore.set_command_state(record.id, "Failed")
+    assert not datastore.put_command(command(record.id, state="InProgress"))
+    stored = datastore.get_command(record.id)
+    assert stored is not None and stored.state == "Success" and stored.end_ts == T0 + timedelta(seconds=3)
+
+
+def test_cancel_is_a_compare_and_swap(datastore: Datastore) -> None:
+    record = command()
+    datastore.put_command(record, [update(record.id, 1), update(record.id, 2, "InProgress"),
+                                   update(record.id, 3, "Success")])
+    graceful = datastore.cancel_resource_updates(record.id)
+    assert graceful.canceled_not_started == (("k001", "create"),)
+    assert graceful.canceled_in_progress == ()
+    forced = datastore.cancel_resource_updates(record.id, force=True)
+    assert forced.canceled_in_progress == (("k002", "create"),) and forced.canceled_not_started == ()
+    again = datastore.cancel_resource_updates(record.id, force=True)
+    assert again.canceled_in_progress == () and again.canceled_not_started == ()
+    assert set(again.skipped) == {("k001", "create"), ("k002", "create"), ("k003", "create")}
+
+
+def test_command_queries_and_pages(datastore: Datastore) -> None:
+    ids = []
+    for n in range(30):
+        record = command(start_ts=T0 + timedelta(minutes=n), client_id="me-client" if n % 2 else "other",
+                         command="destroy" if n % 5 == 0 else "apply", state="Success")
+        datastore.put_command(record, [update(record.id, n, stack="dev" if n % 3 == 0 else "prod")])
+        ids.append(record.id)
+    datastore.put_command(command(source="synchronizer", command="sync"))
+    first = datastore.list_commands(limit=12)
+    rest = datastore.list_commands(cursor=first.next_cursor, limit=100)
+    assert [c.id for c in first.items + rest.items] == ids[::-1]  # newest first, user commands only
+
+    def listed(text: str, **kwargs: object) -> list[str]:
+        return [c.id for c in datastore.list_commands(parse_query(text, COMMAND_FIELDS), limit=100,
+                                                      **kwargs).items]  # type: ignore[arg-type]
+
+    assert listed("client:me", client_id="me-client") == [ids[n] for n in range(29, -1, -1) if n % 2]
+    assert listed("command:DESTROY") == [ids[n] for n in range(25, -1, -5)]
+    assert listed("stack:dev -command:destroy") == [ids[n] for n in range(29, -1, -1) if n % 3 == 0 and n % 5]
+    assert listed("status:success id:" + ids[4]) == [ids[4]]
+    assert len(listed("command:sync", sources=None)) == 1
+
+
+def test_incomplete_commands_and_deletion(datastore: Datastore) -> None:
+    done, running = command(state="Success"), command(state="InProgress", start_ts=T0 + timedelta(seconds=1))
+    datastore.put_command(done)
+    datastore.put_command(running, [update(running.id, 1)])
+    assert [c.id for c in datastore.list_incomplete_commands().items] == [running.id]
+    assert datastore.delete_command(running.id)
+    assert datastore.get_command(running.id) is None and datastore.get_resource_updates(running.id).items == ()
+
+
+# -- background runs ----------------------------------------------------------------------------------------
+
+def test_background_runs_do_not_overlap(datastore: Datastore) -> None:
+    run = datastore.begin_run("discovery", "aws-eu", stale_after=timedelta(minutes=10))
+    assert run is not None
+    assert datastore.begin_run("discovery", "aws-eu", stale_after=timedelta(minutes=10)) is None
+    assert datastore.begin_run("synchronization", "aws-eu", stale_after=timedelta(minutes=10)) is not None
+    assert datastore.finish_run("discovery", "aws-eu", run, succeeded=True, details={"found": 3})
+    record = datastore.get_run("discovery", "aws-eu")
+    assert record is not None and record.state == "succeeded" and record.details == {"found": 3}
+    assert record.last_success_at is not None
+    stale = datastore.begin_run("discovery", "aws-eu", stale_after=timedelta(0))
+    took_over = datastore.begin_run("discovery", "aws-eu", stale_after=timedelta(0))
+    assert stale and took_over and stale != took_over
+    assert not datastore.finish_run("discovery", "aws-eu", stale, succeeded=False)
+
+
+# -- migrations ---------------------------------------------------------------------------------------------
+
+def _schema_of(config: DatastoreConfig) -> str | None:
+    return config.postgres.schema_ or None if config.datastore_type == "postgres" else None
+
+
+def test_migrations_are_idempotent_and_match_the_table_definition(
+        datastore: Datastore, datastore_config_for_backend: DatastoreConfig) -> None:
+    assert isinstance(datastore, SqlDatastore)
+    result = migrate(datastore.engine, schema=_schema_of(datastore_config_for_backend))
+    assert not result.changed and result.after == head_revision()
+    with datastore.engine.connect() as conn:
+        differences = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert differences == []
+
+
+def test_concurrent_starts_migrate_once(datastore_config_for_backend: DatastoreConfig) -> None:
+    barrier = threading.Barrier(4)
+
+    def start(_: int) -> Datastore:
+        barrier.wait()
+        return open_datastore(datastore_config_for_backend)
+
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(start, range(4)))
+    try:
+        stores[0].create_stack("after-concurrent-start")
+        assert all(s.get_stack("after-concurrent-start") is not None for s in stores)
+        engine = stores[0].engine  # type: ignore[attr-defined]
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar_one() == 1
+    finally:
+        for store in stores:
+            store.close()
+
