@@ -1,5 +1,9 @@
-"""Running the agent process: start (foreground), stop (PID file)."""
+"""Running the agent process: ``lifecycle.start_agent`` (foreground) and ``lifecycle.stop_agent``.
 
-from svc.agent.lifecycle import AgentError, start_agent, stop_agent
+Only the error type is imported here, so that CLI commands which never run the agent do not pay
+for importing the HTTP server and the datastore.
+"""
 
-__all__ = ["AgentError", "start_agent", "stop_agent"]
+from svc.agent.errors import AgentError
+
+__all__ = ["AgentError"]

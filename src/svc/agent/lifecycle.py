@@ -15,11 +15,13 @@ from pathlib import Path
 import uvicorn
 
 from svc import __version__
+from svc.agent.errors import AgentError
 from svc.agent.logs import configure_logging
 from svc.agent.pidfile import is_alive, remove_pid, running_pid, write_pid
 from svc.api import AgentInfo, create_app
 from svc.api.auth import is_bcrypt_hash
 from svc.config import AgentConfig, load_config
+from svc.datastore import Datastore, DatastoreError, open_datastore
 from svc.ids import persistent_id
 from svc.paths import data_dir, pid_file
 
@@ -42,10 +44,6 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-
-class AgentError(Exception):
-    """The agent cannot start or stop; the message says why and what to do."""
 
 
 def check_agent_config(config: AgentConfig) -> None:
@@ -83,6 +81,15 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _open_datastore(config: AgentConfig) -> Datastore:
+    """Connects to the datastore and migrates it; any failure is one line naming the setting."""
+    log.info("opening the %s datastore", config.datastore.datastore_type)
+    try:
+        return open_datastore(config.datastore)
+    except DatastoreError as error:
+        raise AgentError(f"cannot open the datastore: {error}") from error
+
+
 def start_agent(config_path: Path) -> None:
     """Runs the agent in the foreground until SIGINT or SIGTERM."""
     config = load_config(config_path).agent
@@ -92,12 +99,13 @@ def start_agent(config_path: Path) -> None:
         raise AgentError(f"an agent is already running (PID {pid}); stop it with: svc agent stop")
     sock = _listen(config.server.bind_address, config.server.port)
     log_file = configure_logging(config.logging)
+    datastore = _open_datastore(config)
     info = AgentInfo(
         version=os.environ.get(TEST_VERSION_OVERRIDE) or __version__,
         agent_id=persistent_id(data_dir() / "agent_id"),
     )
     server = _Server(uvicorn.Config(
-        create_app(config, info),
+        create_app(config, info, datastore),
         ssl_certfile=config.server.tls_cert and str(Path(config.server.tls_cert).expanduser()),
         ssl_keyfile=config.server.tls_key and str(Path(config.server.tls_key).expanduser()),
         log_config=None,
@@ -113,6 +121,7 @@ def start_agent(config_path: Path) -> None:
     finally:
         remove_pid(pid_path)
         sock.close()
+        datastore.close()
         log.info("svc agent stopped")
 
 

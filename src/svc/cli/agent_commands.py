@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from svc.agent import start_agent, stop_agent
 from svc.cli.client import connect
 from svc.cli.common import ConfigOption
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
@@ -24,12 +23,16 @@ def agent_start(
                                          dir_okay=False)],
 ) -> None:
     """Start the agent in the foreground; stop it with Ctrl-C, SIGTERM or `svc agent stop`."""
+    from svc.agent.lifecycle import start_agent  # the server stack loads only when an agent runs
+
     start_agent(config)
 
 
 @agent_app.command("stop")
 def agent_stop() -> None:
     """Stop the agent running on this machine (found through its PID file)."""
+    from svc.agent.lifecycle import stop_agent
+
     pid = stop_agent()
     typer.echo(f"Stopped the agent (PID {pid}).")
 
