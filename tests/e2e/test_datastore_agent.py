@@ -34,11 +34,11 @@ def wait_for_status(url: str, status: int, timeout: float = 60) -> float:
     raise AssertionError(f"{url} never answered {status} within {timeout}s")
 
 
-def datastore_for(cluster: PgCluster):
+def datastore_for(cluster: PgCluster, database: str = "svc"):
     config = DatastoreConfig.model_validate({
         "datastoreType": "postgres", "sqlite": {"filePath": "unused"},
         "postgres": {"host": "127.0.0.1", "port": cluster.port, "user": "postgres", "password": cluster.password,
-                     "database": "svc", "schema": "", "connectionParams": ""},
+                     "database": database, "schema": "", "connectionParams": ""},
         "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""},
     })
     return open_datastore(config)
@@ -89,3 +89,19 @@ def test_bad_connection_settings_are_one_line_naming_the_setting(
     assert error.startswith("Error: cannot open the datastore: ")
     assert setting in error and fragment in error
     assert cluster.password not in result.stderr
+
+
+def test_two_agents_starting_at_once_migrate_one_database_safely(agent_factory, cluster: PgCluster) -> None:
+    cluster.create_database("twins")
+    block = cluster.pkl_postgres_block(database="twins")
+    first = agent_factory(block, name="first")
+    second = agent_factory(block, name="second", env={"SVC_PID_FILE": str(first.config.parent / "second.pid")})
+    first.start(wait=False)
+    second.start(wait=False)
+    first.wait_healthy()
+    second.wait_healthy()
+    store = datastore_for(cluster, database="twins")
+    try:
+        assert store.get_resource("3MTDktWupCOqg3WWYcVV0I98m3h") is None  # the schema is there and usable
+    finally:
+        store.close()
