@@ -42,8 +42,21 @@ class PgCluster:
         if result.returncode != 0:
             raise RuntimeError(f"{args[0]} failed: {result.stdout}{result.stderr}")
 
+    def enable_tls(self, cert_pem: bytes, key_pem: bytes) -> None:
+        """Serves TLS with this certificate (takes effect at the next start)."""
+        for name, content, mode in (("server.crt", cert_pem, 0o644), ("server.key", key_pem, 0o600)):
+            path = self.root / name
+            path.write_bytes(content)
+            path.chmod(mode)
+            if os.geteuid() == 0:
+                uid = pwd.getpwnam("postgres")
+                os.chown(path, uid.pw_uid, uid.pw_gid)
+        self._tls = True
+
     def start(self) -> PgCluster:
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off"
+        if getattr(self, "_tls", False):
+            options += f" -c ssl=on -c ssl_cert_file={self.root}/server.crt -c ssl_key_file={self.root}/server.key"
         self._run([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
                    "-t", "60", "-o", options, "start"])
         return self
