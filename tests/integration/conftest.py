@@ -6,7 +6,10 @@
   server where none runs). The session creates one database with a random name — with a locale (ICU en-US)
   collation when the server has ICU, so that byte-order bugs show — and drops it at the end; each test
   gets its own schema in it, which also exercises the ``schema`` setting.
-* ``auroradataapi`` — plugs in through ``BACKEND_CONFIGS`` once the rds-data stand-in exists.
+* ``auroradataapi`` — the datastore's Data API backend against the rds-data stand-in
+  (``tests/support/rdsdata``: the real protocol over the real PostgreSQL, with the service's 1 MiB
+  request/response and 64 KB row limits). One stand-in serves the session, with dummy AWS credentials in
+  the environment; each test gets a fresh database on the session's server.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from support.rdsdata import RdsDataStandIn, temporary_database
 from svc.config.model import DatastoreConfig
 from svc.datastore import Datastore, open_datastore
 
@@ -37,6 +41,11 @@ class PostgresServer:
     user: str
     password: str
     database: str  # the session's scratch database
+
+    def url(self, database: str | None = None) -> str:
+        """A libpq URL of this server (the scratch database unless another is named)."""
+        password = f":{self.password}" if self.password else ""
+        return f"postgresql://{self.user}{password}@{self.host}:{self.port}/{database or self.database}"
 
     def connect(self, database: str | None = None, **kwargs: Any) -> psycopg.Connection[Any]:
         return psycopg.connect(host=self.host, port=self.port, user=self.user, password=self.password or None,
@@ -100,10 +109,45 @@ def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Datast
         connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
+@pytest.fixture(scope="session")
+def aws_test_credentials() -> Iterator[None]:
+    """Dummy credentials for the standard chain, and no user AWS config leaking into the tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        patch.setenv("AWS_CONFIG_FILE", os.devnull)
+        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
+            patch.delenv(name, raising=False)
+        yield
+
+
+@pytest.fixture(scope="session")
+def rdsdata_standin(postgres_server: PostgresServer, aws_test_credentials: None) -> Iterator[RdsDataStandIn]:
+    """The session's rds-data stand-in; its default database is the session's scratch database."""
+    with RdsDataStandIn(postgres_server.url()) as standin:
+        yield standin
+
+
+def aurora_config(standin: RdsDataStandIn, database_name: str, **overrides: Any) -> DatastoreConfig:
+    """A config for the Data API backend aimed at ``standin``; ``overrides`` replace auroraDataAPI fields."""
+    return make_datastore_config("auroradataapi", aurora={
+        "clusterArn": standin.resource_arn, "secretArn": standin.secret_arn, "database": database_name,
+        "region": "us-east-1", "endpoint": standin.endpoint_url} | overrides)
+
+
+@pytest.fixture(scope="session")
+def aurora_datastore_config() -> Callable[..., DatastoreConfig]:
+    """``aurora_config(standin, database, **overrides)``, for tests that build their own configs."""
+    return aurora_config
+
+
 def _auroradataapi(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DatastoreConfig]:
-    pytest.skip("auroradataapi: the backend and its local rds-data stand-in (tests/support/rdsdata) are wired "
-                "in a later step; replace BACKEND_CONFIGS['auroradataapi'] then")
-    yield make_datastore_config("auroradataapi")  # pragma: no cover
+    standin: RdsDataStandIn = request.getfixturevalue("rdsdata_standin")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    with temporary_database(server.url(), prefix="svc_aurora") as database:
+        yield aurora_config(standin, database)
+        standin.backend.close()  # the stand-in's idle sessions would keep the database from being dropped
 
 
 # How each backend's config is made for one test: a generator that yields it and cleans up afterwards.

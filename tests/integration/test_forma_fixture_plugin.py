@@ -26,7 +26,7 @@ def everything(fixture_plugin) -> dict:
 
 
 def test_the_fixture_plugin_is_found_through_its_entry_point(fixture_plugin) -> None:
-    (plugin,) = installed_plugins()
+    plugin = fixture_only()
     assert (plugin.namespace, plugin.version, plugin.dependency_name) == ("FIXTURE", "1.0.0", "fixture")
     assert plugin.has_schema and plugin.config.is_file()
 
@@ -64,6 +64,12 @@ def test_dotted_sub_resource_keys_and_output_key_casing(everything: dict) -> Non
     assert "VpcId" not in vpc["Schema"]["Hints"]  # not annotated: not tracked
 
 
+def fixture_only():
+    """The FIXTURE plugin; other plugins (FAKE, LOCAL …) may be installed beside it."""
+    (plugin,) = [plugin for plugin in installed_plugins() if plugin.namespace == "FIXTURE"]
+    return plugin
+
+
 def test_required_and_opaque_derivations(everything: dict) -> None:
     hints = resource(everything, "data")["Schema"]["Hints"]
     assert (hints["bucketName"]["Required"], hints["policy"]["Required"]) == (True, False)
@@ -85,7 +91,7 @@ def test_envelopes_for_references_values_and_templates(everything: dict) -> None
 
 
 def test_schema_extraction_from_the_package_alone_matches_the_forma(fixture_plugin, tmp_path: Path) -> None:
-    (plugin,) = installed_plugins()
+    plugin = fixture_only()
     descriptors = extract_descriptors(plugin, cache_dir=tmp_path)
     assert sorted(descriptors) == ["FIXTURE::Compute::Instance", "FIXTURE::Network::Route", "FIXTURE::Network::Subnet",
                                    "FIXTURE::Network::Vpc", "FIXTURE::Storage::Bucket"]
@@ -96,7 +102,7 @@ def test_schema_extraction_from_the_package_alone_matches_the_forma(fixture_plug
 
 
 def test_schema_extraction_is_cached_by_plugin_version(fixture_plugin, tmp_path: Path) -> None:
-    (plugin,) = installed_plugins()
+    plugin = fixture_only()
     extract_descriptors(plugin, cache_dir=tmp_path)
     (cache,) = tmp_path.iterdir()
     assert cache.name == f"FIXTURE-1.0.0-svc-{__version__}.json"
@@ -109,7 +115,7 @@ def test_schema_extraction_is_cached_by_plugin_version(fixture_plugin, tmp_path:
 
 
 def test_the_plugin_manifest_amends_the_manifest_module(fixture_plugin) -> None:
-    (plugin,) = installed_plugins()
+    plugin = fixture_only()
     environment = implicit_environment()
     request = EvaluationRequest(module_uri=(plugin.package_dir / "manifest.pkl").as_uri(),
                                 readers=environment.readers, project=environment.project)

@@ -19,11 +19,14 @@ from svc.agent.errors import AgentError
 from svc.agent.logs import configure_logging
 from svc.agent.pidfile import is_alive, remove_pid, running_pid, write_pid
 from svc.api import AgentInfo, create_app
+from svc.api.app import Engine
 from svc.api.auth import is_bcrypt_hash
 from svc.config import AgentConfig, load_config
 from svc.datastore import Datastore, DatastoreError, open_datastore
+from svc.engine import build_engine
 from svc.ids import persistent_id
 from svc.paths import data_dir, pid_file
+from svc.plugins.runner import PluginLoadError
 
 log = logging.getLogger("svc.agent")
 
@@ -90,6 +93,14 @@ def _open_datastore(config: AgentConfig) -> Datastore:
         raise AgentError(f"cannot open the datastore: {error}") from error
 
 
+def _build_engine(config: AgentConfig, datastore: Datastore, info: AgentInfo) -> Engine:
+    """The engine with the enabled plugins loaded; the API starts it before serving and stops it after."""
+    try:
+        return build_engine(config, datastore, agent_id=info.agent_id, agent_version=info.version)
+    except PluginLoadError as error:
+        raise AgentError(str(error)) from error
+
+
 def start_agent(config_path: Path) -> None:
     """Runs the agent in the foreground until SIGINT or SIGTERM."""
     config = load_config(config_path).agent
@@ -104,8 +115,9 @@ def start_agent(config_path: Path) -> None:
         version=os.environ.get(TEST_VERSION_OVERRIDE) or __version__,
         agent_id=persistent_id(data_dir() / "agent_id"),
     )
+    app = create_app(config, info, datastore, _build_engine(config, datastore, info))
     server = _Server(uvicorn.Config(
-        create_app(config, info, datastore),
+        app,
         ssl_certfile=config.server.tls_cert and str(Path(config.server.tls_cert).expanduser()),
         ssl_keyfile=config.server.tls_key and str(Path(config.server.tls_key).expanduser()),
         log_config=None,
@@ -118,6 +130,8 @@ def start_agent(config_path: Path) -> None:
              config.server.bind_address, config.server.port, log_file)
     try:
         server.run(sockets=[sock])
+        if app.state.startup_error is not None:
+            raise AgentError(f"the engine failed to start: {app.state.startup_error}")
     finally:
         remove_pid(pid_path)
         sock.close()

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from svc.api.auth import BasicAuthenticator, BasicAuthMiddleware
 from svc.api.health import DatastoreHealth
+from svc.api.problems import HttpProblem
+from svc.api.routes import ROUTERS
 from svc.config.model import AgentConfig
-from svc.datastore import Datastore, DatastoreUnavailable, InvalidQueryError
+from svc.datastore import Datastore, DatastoreUnavailable, InvalidCursorError, InvalidQueryError
 from svc.engine.errors import EngineError
+from svc.engine.service import CommandService
 
 API_PREFIX = "/api/v1"
 
@@ -25,22 +31,43 @@ class AgentInfo:
     agent_id: str
 
 
-class Stats(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+class Engine(CommandService, Protocol):
+    """The command service with a lifetime: started before the API serves, stopped after."""
 
-    Version: str
-    AgentId: str
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
-def create_app(config: AgentConfig, info: AgentInfo, datastore: Datastore) -> FastAPI:
+def create_app(config: AgentConfig, info: AgentInfo, datastore: Datastore, engine: Engine) -> FastAPI:
+    """The API over ``datastore``; ``engine`` serves commands and runs while the API serves."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            await engine.start()
+        except Exception as error:
+            # uvicorn only logs a failed startup; the agent's lifecycle reads this and exits with it.
+            app.state.startup_error = error
+            raise
+        try:
+            yield
+        finally:
+            await engine.stop()
+
     app = FastAPI(
         title="svc agent API",
         version=info.version,
         openapi_url=f"{API_PREFIX}/openapi.json",
         docs_url=f"{API_PREFIX}/docs",
         redoc_url=None,
+        lifespan=lifespan,
     )
+    app.state.config = config
+    app.state.info = info
     app.state.datastore = datastore
+    app.state.service = engine
+    app.state.startup_error = None
     health_check = DatastoreHealth(datastore)
     router = APIRouter(prefix=API_PREFIX)
 
@@ -52,10 +79,8 @@ def create_app(config: AgentConfig, info: AgentInfo, datastore: Datastore) -> Fa
             return JSONResponse(None)
         return JSONResponse({"message": f"datastore unavailable: {problem}"}, status_code=503)
 
-    @router.get("/stats", summary="The agent's version, id and counts.")
-    async def stats() -> Stats:
-        return Stats(Version=info.version, AgentId=info.agent_id)
-
+    for area in ROUTERS:
+        router.include_router(area)
     app.include_router(router)
     _install_error_handlers(app)
     if config.auth is not None:
@@ -73,8 +98,24 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(InvalidQueryError)
     async def invalid_query(_: Request, error: InvalidQueryError) -> JSONResponse:
-        return JSONResponse({"error": "InvalidQueryError", "data": {"Reason": str(error)}}, status_code=400)
+        return JSONResponse({"error": "InvalidQueryError", "data": {"Reason": str(error)}, "message": str(error)},
+                            status_code=400)
+
+    @app.exception_handler(InvalidCursorError)
+    async def invalid_cursor(_: Request, error: InvalidCursorError) -> JSONResponse:
+        return JSONResponse({"message": str(error)}, status_code=400)
 
     @app.exception_handler(DatastoreUnavailable)
     async def datastore_unavailable(_: Request, error: DatastoreUnavailable) -> JSONResponse:
         return JSONResponse({"message": f"datastore unavailable: {error}; retry when it is back"}, status_code=503)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_exception(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        # The reference's untyped error shape (unknown paths, wrong methods), not FastAPI's {"detail": …}.
+        return JSONResponse({"message": str(error.detail)}, status_code=error.status_code, headers=error.headers)
+
+    @app.exception_handler(HttpProblem)
+    async def http_problem(_: Request, problem: HttpProblem) -> JSONResponse:
+        if problem.body is None:
+            return JSONResponse(None, status_code=problem.status)
+        return JSONResponse(problem.body, status_code=problem.status)

@@ -148,6 +148,9 @@ class ResourceSummary(Wire):
     Type: str
     NativeID: str | None = None
     Ksuid: str | None = None
+    # Not in the reference's summary; inventory tables show them without fetching whole resources.
+    Target: str | None = None
+    Managed: bool | None = None
 
 
 class StackView(Wire):
@@ -178,3 +181,39 @@ class MessageBody(Wire):
     """A plain error: ``{"message": "…"}``."""
 
     message: str
+
+
+class RetryConfigView(Wire):
+    """Durations in nanoseconds, as the reference serialises Go durations."""
+
+    StatusCheckInterval: int
+    MaxRetries: int
+    RetryDelay: int
+
+
+class PluginInfo(Wire):
+    Namespace: str
+    Version: str
+    NodeName: str | None = None
+    MaxRequestsPerSecond: int = 0
+    ResourceCount: int = 0
+    ResourceTypesToDiscover: list[str] | None = None
+    RetryConfig: RetryConfigView | None = None
+    LabelConfig: dict[str, Any] | None = None
+    DiscoveryFilters: list[dict[str, Any]] | None = None
+
+
+class StatsView(Wire):
+    """``GET /stats``: the agent's version (the CLI's strict version check reads it) and counts."""
+
+    Version: str
+    AgentId: str
+    Clients: int = 0
+    Commands: dict[str, int] = Field(default_factory=dict)
+    States: dict[str, int] = Field(default_factory=dict)
+    Stacks: int = 0
+    Resources: dict[str, int] = Field(default_factory=dict)
+    UnmanagedResources: dict[str, int] = Field(default_factory=dict)
+    Targets: dict[str, int] = Field(default_factory=dict)
+    ResourceTypes: dict[str, int] = Field(default_factory=dict)
+    Plugins: list[PluginInfo] = Field(default_factory=list)

@@ -37,6 +37,16 @@ def agent_stop() -> None:
     typer.echo(f"Stopped the agent (PID {pid}).")
 
 
+def _stat_value(value: Any) -> str:
+    """Counts by key as ``a 2, b 1``; plugins as ``FAKE 0.1.0 (3 resources)``; anything else as is."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {count}" for key, count in value.items()) or "none"
+    if isinstance(value, list):
+        return ", ".join(f"{p.get('Namespace')} {p.get('Version')} ({p.get('ResourceCount', 0)} resources)"
+                         if isinstance(p, dict) else str(p) for p in value) or "none"
+    return str(value)
+
+
 def _render_stats(base_url: str) -> Any:
     def render(stats: dict[str, Any]) -> None:
         table = Table(show_header=False, box=None, pad_edge=False)
@@ -45,7 +55,7 @@ def _render_stats(base_url: str) -> Any:
         table.add_row("Agent id", str(stats.get("AgentId")))
         for key, value in stats.items():
             if key not in ("Version", "AgentId"):
-                table.add_row(key, str(value))
+                table.add_row(key, _stat_value(value))
         console.print("[green]The agent is running.[/green]")
         console.print(table)
 

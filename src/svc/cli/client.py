@@ -9,6 +9,7 @@ import httpx
 
 from svc import __version__
 from svc.cli.errors import CliError
+from svc.cli.identity import client_id
 from svc.config.model import CliConfig
 
 API_PREFIX = "/api/v1"
@@ -43,7 +44,7 @@ class AgentClient:
         auth = httpx.BasicAuth(config.auth.username, config.auth.password) if config.auth else None
         # The system trust store; OpenSSL also honours SSL_CERT_FILE / SSL_CERT_DIR for a private CA.
         self._http = httpx.Client(base_url=self.base_url, auth=auth, verify=ssl.create_default_context(),
-                                  timeout=_TIMEOUT, trust_env=False)
+                                  timeout=_TIMEOUT, trust_env=False, headers={"Client-ID": client_id()})
 
     def close(self) -> None:
         self._http.close()

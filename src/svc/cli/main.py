@@ -10,9 +10,12 @@ import typer
 from svc import __version__
 from svc.agent import AgentError
 from svc.cli.agent_commands import agent_app, status_app
+from svc.cli.apply_commands import apply_command, destroy_command
+from svc.cli.command_commands import cancel_command, command_app, status_command
 from svc.cli.deploy_commands import deploy_app
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import PROPERTY_FLAGS, eval_command, project_app
+from svc.cli.inventory_commands import inventory_app
 from svc.cli.upgrade import upgrade
 from svc.config import ConfigError
 from svc.pkl import PklBinaryError, PklServerError
@@ -30,6 +33,12 @@ app.add_typer(deploy_app, name="deploy")
 app.command("upgrade")(upgrade)
 app.command("eval", context_settings=PROPERTY_FLAGS)(eval_command)
 app.add_typer(project_app, name="project")
+app.command("apply", context_settings=PROPERTY_FLAGS)(apply_command)
+app.command("destroy", context_settings=PROPERTY_FLAGS)(destroy_command)
+app.add_typer(command_app, name="command")
+status_app.command("command", deprecated=True)(status_command)
+app.command("cancel")(cancel_command)
+app.add_typer(inventory_app, name="inventory")
 
 auth_app = typer.Typer(help="Authentication helpers.", no_args_is_help=True)
 app.add_typer(auth_app, name="auth")

@@ -21,6 +21,7 @@ from svc.datastore.records import (
                                   CancelOutcome,
                                   CommandRecord,
                                   CommandState,
+                                  DatastoreCounts,
                                   Page,
                                   PolicyRecord,
                                   PolicyWrite,
@@ -40,7 +41,8 @@ from svc.datastore.records import (
 __all__ = [
     "COMMAND_FIELDS", "DESTROY_FIELDS", "RESOURCE_FIELDS", "TERMINAL_COMMAND_STATES", "TERMINAL_UPDATE_STATES",
     "CancelOutcome", "CommandRecord", "CommandState", "ConflictError", "Datastore", "DatastoreConfigError",
-    "DatastoreError", "DatastoreUnavailable", "InvalidCursorError", "InvalidQueryError", "NotFoundError", "Page",
+    "DatastoreCounts", "DatastoreError", "DatastoreUnavailable", "InvalidCursorError", "InvalidQueryError",
+    "NotFoundError", "Page",
     "PolicyRecord", "PolicyWrite", "Query", "ResourceSummary", "ResourceUpdateRecord", "ResourceVersion",
     "ResourceWrite", "RunRecord", "StackRecord", "StoreOutcome", "TargetFilter", "TargetRecord", "TargetWrite",
     "UpdateState", "open_datastore", "parse_query", "register_backend",

@@ -21,7 +21,15 @@ EngineFactory = Callable[[DatastoreConfig], tuple[sa.Engine, str]]
 _BACKENDS: dict[str, EngineFactory] = {
     "sqlite": lambda config: sqlite_engine(config.sqlite),
     "postgres": lambda config: postgres_engine(config.postgres),
+    "auroradataapi": lambda config: _aurora_engine(config),
 }
+
+
+def _aurora_engine(config: DatastoreConfig) -> tuple[sa.Engine, str]:
+    # Imported on use: boto3 takes a while to import and only this backend needs it.
+    from svc.datastore.aurora import aurora_engine
+
+    return aurora_engine(config.aurora_data_api)
 
 
 def register_backend(name: str, factory: EngineFactory) -> None:

@@ -15,6 +15,7 @@ from svc.datastore.query import Query
 from svc.datastore.records import (
     CancelOutcome,
     CommandRecord,
+    DatastoreCounts,
     Page,
     PolicyRecord,
     PolicyWrite,
@@ -29,6 +30,7 @@ from svc.datastore.records import (
     TargetRecord,
     TargetWrite,
 )
+from svc.datastore.update_writes import UpdateStateWrite
 
 
 @runtime_checkable
@@ -58,6 +60,8 @@ class Datastore(Protocol):
     def list_resource_versions(self, *, cursor: str | None = None, limit: int = ...) -> Page[ResourceVersion]: ...
     def count_resources(self, *, stack: str | None = None, target: str | None = None,
                         managed: bool | None = None) -> int: ...
+    def list_resource_changes(self, stack: str, since: datetime, *,
+                              exclude_command: str | None = None) -> list[ResourceVersion]: ...
 
     # stacks
     def create_stack(self, label: str, description: str = "", *, command_id: str | None = None) -> StackRecord: ...
@@ -101,9 +105,14 @@ class Datastore(Protocol):
                                   version: str | None = None, data: dict[str, Any] | None = None,
                                   start_ts: datetime | None = None) -> bool: ...
     def cancel_resource_updates(self, command_id: str, *, force: bool = False) -> CancelOutcome: ...
+    def set_resource_update_states(self, writes: Sequence[UpdateStateWrite]) -> list[bool]: ...
 
     # background-run bookkeeping (discovery, synchronization)
     def begin_run(self, kind: str, scope: str, *, stale_after: timedelta) -> str | None: ...
     def finish_run(self, kind: str, scope: str, run_id: str, *, succeeded: bool,
                    details: dict[str, Any] | None = None) -> bool: ...
     def get_run(self, kind: str, scope: str) -> RunRecord | None: ...
+
+    # stats
+    def counts(self) -> DatastoreCounts:
+        """Aggregates for the agent's stats (GROUP BY queries, not a walk over the rows)."""

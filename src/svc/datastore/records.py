@@ -236,6 +236,19 @@ class CancelOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class DatastoreCounts:
+    """What the agent's stats report: live records counted, commands of users (not background runs)."""
+
+    clients: int
+    commands: Mapping[str, int]  # by command (apply, destroy…)
+    command_states: Mapping[str, int]  # by command state
+    stacks: int
+    managed_by_type: Mapping[str, int]  # live managed resources by type
+    unmanaged_by_type: Mapping[str, int]  # live discovered resources by type
+    targets_by_namespace: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """Bookkeeping of a background run (discovery, synchronization…) for one scope (e.g. a target)."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +26,6 @@ from svc.datastore.tables import commands, resource_updates
 
 c, u = commands, resource_updates
 
-_BATCH = 500  # rows per multi-row INSERT: bounded statement size on every backend
 _COMMAND_ORDER = (c.c.start_ts, c.c.id)
 _UPDATE_ORDER = (u.c.ksuid, u.c.operation)
 _INCOMPLETE = (CommandState.NOT_STARTED, CommandState.PENDING, CommandState.IN_PROGRESS, CommandState.CANCELING)
@@ -75,11 +74,6 @@ def _update_values(record: ResourceUpdateRecord) -> dict[str, Any]:
     }
 
 
-def _batches(rows: Sequence[dict[str, Any]]) -> Iterable[Sequence[dict[str, Any]]]:
-    for start in range(0, len(rows), _BATCH):
-        yield rows[start:start + _BATCH]
-
-
 class CommandStore(SqlBase):
     # -- commands ----------------------------------------------------------------------------------------
 
@@ -96,14 +90,17 @@ class CommandStore(SqlBase):
                 set_={name: statement.excluded[name] for name in command_row if name != "id"},
                 where=c.c.state.not_in(TERMINAL_COMMAND_STATES))
             written = conn.execute(statement.returning(c.c.id)).first() is not None
-            for batch in _batches(update_rows):
-                insert = self.insert(u).values(list(batch))
+            if update_rows:
+                insert = self.insert(u)
                 insert = insert.on_conflict_do_update(
                     index_elements=[u.c.command_id, u.c.ksuid, u.c.operation],
                     set_={name: insert.excluded[name] for name in update_rows[0]
                           if name not in ("command_id", "ksuid", "operation")},
-                    where=u.c.state.not_in(TERMINAL_UPDATE_STATES))
-                conn.execute(insert)
+                    # Plain binds, not an expanding IN list: executemany cannot take expanding parameters.
+                    where=u.c.state.not_in([sa.literal(str(state)) for state in TERMINAL_UPDATE_STATES]))
+                # One executemany: each driver batches it within its own limits (psycopg pipelines multi-row
+                # INSERTs, the Data API driver splits BatchExecuteStatement calls under the request cap).
+                conn.execute(insert, update_rows)
             return written
 
     def set_command_state(self, command_id: str, state: str, *, end_ts: datetime | None = None,

@@ -7,12 +7,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from svc.datastore.errors import ConflictError
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import Query
 from svc.datastore.query_sql import conditions, matcher
 from svc.datastore.records import Page, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
+from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, tombstone_values
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resources
 from svc.ids import new_id
 
@@ -29,8 +29,6 @@ _BOOL_FIELDS = {"managed": r.c.managed}
 _LIST_ORDER = (r.c.type, r.c.label, r.c.ksuid)
 _HISTORY_ORDER = (r.c.version,)
 _ALL_VERSIONS_ORDER = (r.c.ksuid, r.c.version)
-# Compared to decide between "no change", "read-only change in place" and "new version".
-_VERSIONED = ("type", "label", "stack", "target", "native_id", "managed", "properties", "document")
 _SUMMARY_COLUMNS = (r.c.ksuid, r.c.type, r.c.label, r.c.stack, r.c.target, r.c.native_id, r.c.managed)
 _BATCH = 500  # writes per transaction in store_resources
 
@@ -40,15 +38,8 @@ _SELECT_HEAD = sa.select(r).where(r.c.ksuid == sa.bindparam("k"), r.c.head > sa.
 _SELECT_LIVE = sa.select(r).where(r.c.ksuid == sa.bindparam("k"), head_is(r.c.head, HEAD_LIVE))
 _SELECT_BY_NATIVE_ID = sa.select(r).where(r.c.type == sa.bindparam("t"), r.c.native_id == sa.bindparam("n"),
                                           head_is(r.c.head, HEAD_LIVE))
-# The resource's head and the live owner of its native id, in one round trip.
-_SELECT_HEAD_OR_OWNER = sa.select(r).where(sa.or_(
-    sa.and_(r.c.ksuid == sa.bindparam("k"), r.c.head > sa.literal_column("0")),
-    sa.and_(r.c.type == sa.bindparam("t"), r.c.native_id == sa.bindparam("n"), head_is(r.c.head, HEAD_LIVE))))
 _DEMOTE = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
                               r.c.head == sa.bindparam("h")).values(head=HEAD_OLD))
-_SET_READ_ONLY = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
-                                     head_is(r.c.head, HEAD_LIVE))
-                  .values(read_only_properties=sa.bindparam("ro", type_=r.c.read_only_properties.type)))
 _INSERT = sa.insert(r)
 
 
@@ -106,52 +97,33 @@ class ResourceStore(SqlBase):
             def work(conn: sa.Connection, chunk: list[tuple[ResourceWrite, dict[str, Any]]] = chunk
                      ) -> list[StoreOutcome]:
                 self.lock_all(conn, _lock_keys(write for write, _ in chunk))
-                return [self._store(conn, write, values, command_id) for write, values in chunk]
+                writer = ChunkWriter(conn, command_id)
+                writer.load([write for write, _ in chunk])
+                results = [writer.store(write, values) for write, values in chunk]
+                writer.flush()
+                return results
 
             outcomes.extend(self.write_retrying(work))
+        self._analyze_schedule().record(self.engine, sum(1 for outcome in outcomes if outcome.changed))
         return outcomes
+
+    def _analyze_schedule(self) -> AnalyzeSchedule:
+        schedule = self.__dict__.get("_analyze")
+        if schedule is None:
+            schedule = self.__dict__["_analyze"] = AnalyzeSchedule()
+        return schedule
 
     def delete_resource(self, ksuid: str, *, command_id: str | None = None) -> StoreOutcome:
         """Writes a tombstone version; deleting a deleted or unknown resource changes nothing."""
         return self.write_retrying(lambda conn: self._delete(conn, ksuid, command_id))
-
-    def _store(self, conn: sa.Connection, write: ResourceWrite, values: dict[str, Any],
-               command_id: str | None) -> StoreOutcome:
-        head, owner = self._head_and_owner(conn, write)
-        ksuid = write.ksuid
-        if write.native_id is not None:
-            if owner is not None and owner.ksuid != ksuid:
-                if head is None or head.head != HEAD_LIVE:
-                    ksuid, head = owner.ksuid, owner
-                elif not owner.managed and write.managed:
-                    self._append(conn, owner.ksuid, owner, _tombstone_values(owner), "delete", HEAD_TOMBSTONE,
-                                 command_id)
-                else:
-                    raise ConflictError(f"{write.type} with native id {write.native_id!r} already belongs to "
-                                        f"resource {owner.ksuid}")
-        ksuid = ksuid or new_id()
-        if head is not None and head.head == HEAD_LIVE:
-            current = head._mapping
-            if all(current[name] == values[name] for name in _VERSIONED):
-                if current["read_only_properties"] == values["read_only_properties"]:
-                    return StoreOutcome(ksuid, head.version, False, None)
-                done = conn.execute(_SET_READ_ONLY, {"k": ksuid, "v": head.version,
-                                                     "ro": values["read_only_properties"]})
-                if done.rowcount != 1:
-                    raise Retry("resource changed while updating read-only properties")
-                return StoreOutcome(ksuid, head.version, True, "update")
-            operation = "update"
-        else:
-            operation = "create"
-        version = self._append(conn, ksuid, head, values, operation, HEAD_LIVE, command_id)
-        return StoreOutcome(ksuid, version, True, operation)
 
     def _delete(self, conn: sa.Connection, ksuid: str, command_id: str | None) -> StoreOutcome:
         self.lock_all(conn, [f"resource:{ksuid}"])
         head = self._head(conn, ksuid)
         if head is None or head.head != HEAD_LIVE:
             return StoreOutcome(ksuid, head.version if head is not None else None, False, None)
-        version = self._append(conn, ksuid, head, _tombstone_values(head), "delete", HEAD_TOMBSTONE, command_id)
+        version = self._append(conn, ksuid, head, tombstone_values(dict(head._mapping)), "delete", HEAD_TOMBSTONE,
+                               command_id)
         return StoreOutcome(ksuid, version, True, "delete")
 
     def _append(self, conn: sa.Connection, ksuid: str, head: sa.Row[Any] | None, values: dict[str, Any],
@@ -170,20 +142,6 @@ class ResourceStore(SqlBase):
         return version
 
     # -- current-state reads -----------------------------------------------------------------------------
-
-    def _head_and_owner(self, conn: sa.Connection, write: ResourceWrite
-                        ) -> tuple[sa.Row[Any] | None, sa.Row[Any] | None]:
-        """The current row of ``write.ksuid`` and the live row owning ``write.native_id`` (often the same)."""
-        if write.ksuid and write.native_id is not None:
-            rows = conn.execute(_SELECT_HEAD_OR_OWNER, {"k": write.ksuid, "t": write.type,
-                                                        "n": write.native_id}).all()
-            head = next((row for row in rows if row.ksuid == write.ksuid), None)
-            owner = next((row for row in rows if row.type == write.type and row.native_id == write.native_id
-                          and row.head == HEAD_LIVE), None)
-            return head, owner
-        head = self._head(conn, write.ksuid) if write.ksuid else None
-        owner = self._live_by_native_id(conn, write.type, write.native_id) if write.native_id is not None else None
-        return head, owner
 
     def _head(self, conn: sa.Connection, ksuid: str) -> sa.Row[Any] | None:
         return conn.execute(_SELECT_HEAD, {"k": ksuid}).first()
@@ -254,14 +212,6 @@ class ResourceStore(SqlBase):
             statement = statement.where(r.c.managed.is_(sa.true() if managed else sa.false()))
         with self.read() as conn:
             return int(conn.execute(statement).scalar_one())
-
-
-def _tombstone_values(head: sa.Row[Any]) -> dict[str, Any]:
-    """A tombstone keeps the identifying columns (readable history) and drops the state."""
-    m = head._mapping
-    return {"type": m["type"], "label": m["label"], "stack": m["stack"], "target": m["target"],
-            "native_id": m["native_id"], "managed": m["managed"], "properties": {},
-            "read_only_properties": {}, "document": {}}
 
 
 def _lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:

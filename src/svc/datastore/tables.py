@@ -89,6 +89,7 @@ resources = sa.Table(
     sa.Index("ix_resources_live_stack", "stack", "type", "label", "ksuid", **_partial("head = 1")),
     sa.Index("ix_resources_live_target", "target", **_partial("head = 1")),
     sa.Index("ix_resources_command", "command_id"),
+    sa.Index("ix_resources_stack_valid_from", "stack", "valid_from"),
 )
 
 stacks = sa.Table(

@@ -1,0 +1,161 @@
+"""The FAKE cloud's state: one SQLite file per target, shared by the plugin and by tests.
+
+The plugin changes it through the operations; tests read and change it out of band through
+``FakeCloud`` (or ``python -m svc_plugin_fake``), including the fault-injection knobs:
+
+* ``latency``     ``{"create": 0.02, "*": 0.01}`` seconds added to each call of that operation;
+* ``throttle``    ``{"remaining": N, "ops": [...]}`` the next N matching calls fail with Throttling;
+* ``fail``        ``{"code": "AccessDenied", "ops": [...], "labels": [...], "types": [...], "remaining": N}``
+                  matching calls fail with ``code`` (``remaining`` -1 or absent: forever);
+* ``hang``        ``{"ops": [...]}`` matching calls block until the knob is cleared (or well past the deadline);
+* ``in_progress`` ``{"polls": N, "ops": [...]}`` mutating calls answer InProgress; Status answers InProgress
+                  N times before the operation completes.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction, so concurrent plugin threads (and a test poking the
+file) never see half an operation, and a process killed mid-call leaves either all of it or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS resources (
+  native_id TEXT PRIMARY KEY, type TEXT NOT NULL, properties TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS operations (
+  request_id TEXT PRIMARY KEY, op TEXT NOT NULL, type TEXT NOT NULL, native_id TEXT NOT NULL,
+  polls_left INTEGER NOT NULL, result TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS knobs (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS calls (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, op TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,
+  token TEXT, at REAL NOT NULL);
+"""
+
+KNOBS = ("latency", "throttle", "fail", "hang", "in_progress")
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _writer_lock(path: Path) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(str(path.resolve()), threading.Lock())
+
+
+class FakeCloud:
+    """Typed access to one FAKE cloud file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        # One connection per thread and file: opening one per call costs more than the call under load.
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=True)
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        # Writers of this process queue on a lock instead of SQLite's sleeping busy handler.
+        with _writer_lock(self.path):
+            yield from self._transaction()
+
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connect()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        yield self._connect()
+
+    # -- resources -----------------------------------------------------------------------------------------
+
+    def resources(self, resource_type: str | None = None) -> dict[str, dict[str, Any]]:
+        """Every resource: native id → ``{"type", "properties"}``."""
+        with self.reading() as conn:
+            rows = conn.execute("SELECT native_id, type, properties FROM resources" +
+                                (" WHERE type = ?" if resource_type else ""),
+                                (resource_type,) if resource_type else ()).fetchall()
+        return {row[0]: {"type": row[1], "properties": json.loads(row[2])} for row in rows}
+
+    def get(self, native_id: str) -> dict[str, Any] | None:
+        with self.reading() as conn:
+            row = conn.execute("SELECT type, properties FROM resources WHERE native_id = ?", (native_id,)).fetchone()
+        return None if row is None else {"type": row[0], "properties": json.loads(row[1])}
+
+    def put(self, resource_type: str, native_id: str, properties: dict[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO resources VALUES (?, ?, ?, ?) ON CONFLICT(native_id) DO UPDATE SET "
+                         "properties = excluded.properties", (native_id, resource_type, json.dumps(properties),
+                                                              time.time()))
+
+    def set_property(self, native_id: str, key: str, value: Any) -> None:
+        """An out-of-band edit: sets (or with ``value`` None removes) one top-level property."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT properties FROM resources WHERE native_id = ?", (native_id,)).fetchone()
+            if row is None:
+                raise KeyError(native_id)
+            properties = json.loads(row[0])
+            if value is None:
+                properties.pop(key, None)
+            else:
+                properties[key] = value
+            conn.execute("UPDATE resources SET properties = ? WHERE native_id = ?", (json.dumps(properties), native_id))
+
+    def remove(self, native_id: str) -> bool:
+        with self.transaction() as conn:
+            return conn.execute("DELETE FROM resources WHERE native_id = ?", (native_id,)).rowcount == 1
+
+    # -- knobs ---------------------------------------------------------------------------------------------
+
+    def set_knob(self, name: str, value: dict[str, Any]) -> None:
+        if name not in KNOBS:
+            raise ValueError(f"unknown knob {name!r}; one of {', '.join(KNOBS)}")
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO knobs VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                         (name, json.dumps(value)))
+
+    def clear_knobs(self, *names: str) -> None:
+        with self.transaction() as conn:
+            if names:
+                conn.executemany("DELETE FROM knobs WHERE name = ?", [(n,) for n in names])
+            else:
+                conn.execute("DELETE FROM knobs")
+
+    def knobs(self) -> dict[str, dict[str, Any]]:
+        with self.reading() as conn:
+            return {name: json.loads(value) for name, value in conn.execute("SELECT name, value FROM knobs")}
+
+    # -- the call log --------------------------------------------------------------------------------------
+
+    def calls(self, op: str | None = None) -> list[dict[str, Any]]:
+        """Every operation the plugin received (after knobs let it through), oldest first."""
+        with self.reading() as conn:
+            rows = conn.execute("SELECT op, type, subject, token, at FROM calls" +
+                                (" WHERE op = ?" if op else "") + " ORDER BY id", (op,) if op else ()).fetchall()
+        return [{"op": r[0], "type": r[1], "subject": r[2], "token": r[3], "at": r[4]} for r in rows]
+
+
+def new_native_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"

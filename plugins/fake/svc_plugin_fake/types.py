@@ -1,0 +1,33 @@
+"""How the FAKE cloud treats each of its resource types (mirrors the Pkl schema under ``schema/``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TypeSpec:
+    id_field: str
+    id_prefix: str | None  # None: the user names the resource (the id field is a property)
+    create_only: frozenset[str] = frozenset()
+    write_only: frozenset[str] = frozenset()  # accepted, never returned by Read
+    forget_unless_resent: frozenset[str] = frozenset()  # dropped by an update that does not carry them
+    defaults: dict[str, Any] = field(default_factory=dict)  # provider defaults when omitted
+    parent_field: str | None = None  # List filter key for child types
+
+
+TYPES: dict[str, TypeSpec] = {
+    "FAKE::Net::Network": TypeSpec("NetworkId", "net", frozenset({"Cidr"}), defaults={"Mtu": 1500}),
+    "FAKE::Net::Subnet": TypeSpec("SubnetId", "subnet", frozenset({"NetworkId", "Cidr"}), parent_field="NetworkId"),
+    "FAKE::Net::Gateway": TypeSpec("GatewayId", "gw"),
+    "FAKE::Compute::Server": TypeSpec(
+        "ServerId", "srv", frozenset({"SubnetId", "Image"}), write_only=frozenset({"AdminPassword"}),
+        forget_unless_resent=frozenset({"AdminPassword"}), defaults={"Tags": [{"Key": "fake:owner", "Value": "fake"}]}),
+    "FAKE::Storage::Bucket": TypeSpec("Name", None, frozenset({"Name"}), defaults={"Versioning": False}),
+    "FAKE::Test::Item": TypeSpec("Id", "item", frozenset({"Token"})),
+}
+
+
+def spec(resource_type: str) -> TypeSpec | None:
+    return TYPES.get(resource_type)

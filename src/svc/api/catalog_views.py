@@ -1,0 +1,49 @@
+"""Stacks, targets and policies in the reference's JSON shapes.
+
+Policy records hold the engine's policy document in ``data`` with the forma's wire keys (``TTLSeconds``,
+``OnDependents``, ``IntervalSeconds``…); the view adds ``Type`` and ``Label``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from svc.api import wire
+from svc.datastore import Datastore, PolicyRecord, StackRecord, TargetRecord
+
+_POLICY_PAGE = 200
+
+
+def policy_json(policy: PolicyRecord) -> dict[str, Any]:
+    return {**dict(policy.data), "Type": policy.policy_type, "Label": policy.label}
+
+
+def stack_policies(datastore: Datastore, stack: StackRecord) -> tuple[list[dict[str, Any]], list[PolicyRecord]]:
+    """The stack's inline policies rendered in full, plus ``{"$ref": "policy://…"}`` for each attached
+    standalone policy (returned too, for the Forma's top-level ``Policies``). Synchronous."""
+    rendered: list[dict[str, Any]] = []
+    attached: list[PolicyRecord] = []
+    cursor: str | None = None
+    while True:
+        page = datastore.list_policies(stack_id=stack.id, cursor=cursor, limit=_POLICY_PAGE)
+        rendered.extend(policy_json(policy) for policy in page.items)
+        if (cursor := page.next_cursor) is None:
+            break
+    while True:
+        page = datastore.list_attached_policies(stack.id, cursor=cursor, limit=_POLICY_PAGE)
+        attached.extend(page.items)
+        rendered.extend({"$ref": f"policy://{policy.label}"} for policy in page.items)
+        if (cursor := page.next_cursor) is None:
+            break
+    return rendered, attached
+
+
+def stack_json(stack: StackRecord, policies: list[dict[str, Any]]) -> dict[str, Any]:
+    return wire.StackView(ID=stack.id, Label=stack.label, Description=stack.description or None,
+                          Policies=policies or None, CreatedAt=stack.created_at).to_json()
+
+
+def target_json(target: TargetRecord) -> dict[str, Any]:
+    return wire.TargetView(Label=target.label, Namespace=target.namespace, Config=dict(target.config) or None,
+                           ConfigSchema=dict(target.config_schema) or None, Discoverable=target.discoverable,
+                           Version=target.version).to_json()

@@ -1,0 +1,94 @@
+"""Commands: submit an apply or destroy, read their status, cancel them. All need ``Client-ID``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+
+from svc.api import deps, wire
+from svc.api.problems import bad_request, not_found
+from svc.api.submission import read_submission
+from svc.datastore import COMMAND_FIELDS, parse_query
+from svc.engine.service import ApplyRequest
+
+router = APIRouter()
+
+DEFAULT_MAX_RESULTS = 10
+MAX_RESULTS_CEILING = 200
+# The body is read by hand (to answer malformed uploads with our own messages); this documents it.
+_SUBMIT_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["command"],
+    "properties": {
+        "command": {"type": "string", "enum": ["apply", "destroy"]},
+        "mode": {"type": "string", "enum": ["reconcile", "patch"], "description": "apply only (required)"},
+        "simulate": {"type": "boolean", "default": False},
+        "force": {"type": "boolean", "default": False, "description": "apply (reconcile) only"},
+        "query": {"type": "string", "description": "destroy only: destroy the managed resources matching it"},
+        "on-dependents": {"type": "string", "enum": ["abort", "cascade"], "default": "abort"},
+        "file": {"type": "string", "format": "binary", "description": "forma.json: the evaluated forma"},
+    }}}}}}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Bad request: a missing Client-ID, a malformed form or forma, an invalid query, a cycle…"},
+    409: {"description": "Refused: conflicting commands, unabsorbed out-of-band changes (ReconcileRejected)…"},
+    422: {"description": "Refused: patch on unknown stacks, empty new stacks."},
+}
+
+
+@router.post("/commands", status_code=202, responses=_ERRORS, openapi_extra=_SUBMIT_BODY,
+             summary="Submit an apply or destroy (multipart: command, mode, simulate, force, query, on-dependents, "
+                     "file=forma.json). 202 when it started, 200 for a simulation or when nothing needs to change.")
+async def submit_command(request: Request) -> JSONResponse:
+    caller = deps.caller(request)
+    submission = await read_submission(request)
+    service = deps.service(request)
+    if isinstance(submission, ApplyRequest):
+        response = await service.apply(submission, caller)
+    else:
+        response = await service.destroy(submission, caller)
+    started = response.Simulation.ChangesRequired and not submission.simulate
+    if not started:
+        return JSONResponse(response.to_json(), status_code=200)
+    return JSONResponse(response.to_json(), status_code=202,
+                        headers={"Location": f"/api/v1/commands/{response.CommandId}/status"})
+
+
+@router.get("/commands/{command_id}/status", summary="One command, by id.")
+async def command_status(request: Request, command_id: str) -> dict[str, Any]:
+    deps.caller(request)
+    command = await deps.service(request).command(command_id)
+    if command is None:
+        raise not_found(f"command not found: {command_id}")
+    return wire.ListCommandStatusResponse(Commands=[command]).to_json()
+
+
+@router.get("/commands/status",
+            summary="Commands, newest first: the query's matches, else the caller's latest (scope=client) or "
+                    "everyone's (scope=agent). 404 when there are none.")
+async def list_commands(request: Request, query: str = "", scope: str = "client",
+                        max_results: str | None = None) -> dict[str, Any]:
+    caller = deps.caller(request)
+    if scope not in ("client", "agent"):
+        raise bad_request(f"scope must be client or agent, not {scope!r}")
+    limit = deps.max_results(max_results, default=DEFAULT_MAX_RESULTS, ceiling=MAX_RESULTS_CEILING)
+    query = query.strip()
+    parse_query(query, COMMAND_FIELDS)  # a bad query is a 400 before the engine is asked
+    commands = await deps.service(request).commands(query, caller, scope="agent" if scope == "agent" else "client",
+                                                    max_results=limit)
+    if not commands:
+        raise not_found("no commands match")
+    return wire.ListCommandStatusResponse(Commands=commands).to_json()
+
+
+@router.post("/commands/cancel", status_code=202,
+             summary="Cancel in-progress commands: the query's matches, else the caller's latest. force=true ends "
+                     "them at once (running operations are abandoned). 404 with no body when nothing was canceled.")
+async def cancel_commands(request: Request, query: str = "", force: str = "") -> Response:
+    caller = deps.caller(request)
+    query = query.strip()
+    parse_query(query, COMMAND_FIELDS)
+    outcome = await deps.service(request).cancel(query, caller, force=force.lower() == "true")
+    if outcome is None:
+        return Response(status_code=404)
+    return JSONResponse(outcome.to_json(), status_code=202)

@@ -1,0 +1,74 @@
+"""``GET /stats``: version, agent id and what the datastore holds, counted by the database."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from svc.api import deps, wire
+from svc.config.model import AgentConfig, ResourcePluginConfig
+from svc.datastore import DatastoreCounts
+from svc.datastore.sql_stats import by_namespace
+from svc.plugins.installed import installed_plugins
+
+router = APIRouter()
+
+
+@router.get("/stats", summary="The agent's version, id and counts.", response_model_exclude_none=True)
+async def stats(request: Request) -> dict[str, Any]:
+    info = request.app.state.info
+    counts: DatastoreCounts = await deps.in_thread(deps.datastore(request).counts)
+    managed = by_namespace(counts.managed_by_type)
+    resource_types = dict(counts.managed_by_type)
+    for resource_type, count in counts.unmanaged_by_type.items():
+        resource_types[resource_type] = resource_types.get(resource_type, 0) + count
+    view = wire.StatsView(
+        Version=info.version, AgentId=info.agent_id, Clients=counts.clients, Commands=dict(counts.commands),
+        States=dict(counts.command_states), Stacks=counts.stacks, Resources=managed,
+        UnmanagedResources=by_namespace(counts.unmanaged_by_type), Targets=dict(counts.targets_by_namespace),
+        ResourceTypes=dict(sorted(resource_types.items())),
+        Plugins=plugin_infos(request.app.state.config, managed),
+    )
+    return view.to_json()
+
+
+def _nanoseconds(value: timedelta) -> int:
+    return int(value.total_seconds() * 1_000_000_000)
+
+
+def plugin_infos(config: AgentConfig, managed_by_namespace: dict[str, int]) -> list[wire.PluginInfo]:
+    """The enabled resource plugins of the config, with their installed versions and managed counts."""
+    versions = {plugin.namespace.upper(): plugin.version for plugin in installed_plugins()}
+    return [_plugin_info(plugin, versions, managed_by_namespace)
+            for plugin in config.resource_plugins if plugin.enabled]
+
+
+def _plugin_info(plugin: ResourcePluginConfig, versions: dict[str, str],
+                 managed_by_namespace: dict[str, int]) -> wire.PluginInfo:
+    namespace = plugin.type.upper()
+    retry = plugin.retry
+    return wire.PluginInfo(
+        Namespace=namespace,
+        Version=versions.get(namespace, "not installed"),
+        MaxRequestsPerSecond=plugin.rate_limit.max_requests_per_second_for_namespace if plugin.rate_limit else 0,
+        ResourceCount=managed_by_namespace.get(namespace, 0),
+        ResourceTypesToDiscover=list(plugin.resource_types_to_discover or ()) or None,
+        RetryConfig=wire.RetryConfigView(StatusCheckInterval=_nanoseconds(retry.status_check_interval),
+                                         MaxRetries=retry.max_retries,
+                                         RetryDelay=_nanoseconds(retry.retry_delay)) if retry else None,
+        LabelConfig=_label_config(plugin),
+        DiscoveryFilters=[{"ResourceTypes": list(f.resource_types),
+                           "Conditions": [{"PropertyPath": c.property_path, "PropertyValue": c.property_value}
+                                          for c in f.conditions]}
+                          for f in plugin.discovery_filters] or None,
+    )
+
+
+def _label_config(plugin: ResourcePluginConfig) -> dict[str, Any] | None:
+    config = plugin.label_config
+    if config is None:
+        return None
+    out = {"DefaultQuery": config.default_query, "ResourceOverrides": config.resource_overrides}
+    return {key: value for key, value in out.items() if value is not None}

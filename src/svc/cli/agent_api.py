@@ -1,0 +1,93 @@
+"""The agent's command and inventory endpoints, as the CLI calls them. Errors are ``CliError`` lines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from svc.cli.agent_errors import raise_for
+from svc.cli.client import AgentClient
+
+
+def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, Any] | None = None,
+           simulate: bool = False, **fields: str | bool | None) -> dict[str, Any]:
+    """``POST /commands``: the multipart form with the forma as ``file=forma.json``; the
+    ``SubmitCommandResponse``."""
+    data = {"command": command, "simulate": _bool(simulate)}
+    for name, value in fields.items():
+        if value is not None and value != "":
+            data[name.replace("_", "-")] = _bool(value) if isinstance(value, bool) else value
+    files = None
+    if forma is not None:
+        files = {"file": ("forma.json", json.dumps(forma, separators=(",", ":")).encode(), "application/json")}
+    else:
+        # multipart even without a file: the endpoint takes only multipart/form-data
+        files = {"command": (None, command.encode())}
+        data.pop("command")
+    response = client.request("POST", "/commands", data=data, files=files)
+    raise_for(response, action)
+    return response.json()
+
+
+def command(client: AgentClient, command_id: str) -> dict[str, Any] | None:
+    """One command (``CommandView``), None when the agent knows no such id."""
+    response = client.request("GET", f"/commands/{command_id}/status")
+    if response.status_code == 404:
+        return None
+    raise_for(response, "command status")
+    commands = response.json().get("Commands") or []
+    return commands[0] if commands else None
+
+
+def commands(client: AgentClient, *, query: str = "", scope: str = "client",
+             max_results: int | None = None) -> list[dict[str, Any]]:
+    params: dict[str, str] = {"scope": scope}
+    if query:
+        params["query"] = query
+    if max_results is not None:
+        params["max_results"] = str(max_results)
+    response = client.request("GET", "/commands/status", params=params)
+    if response.status_code == 404:  # the agent's way of saying "none"
+        return []
+    raise_for(response, "command list")
+    return response.json().get("Commands") or []
+
+
+def cancel(client: AgentClient, *, query: str = "", force: bool = False) -> dict[str, Any] | None:
+    """The ``CancelCommandResponse``; None when nothing was in progress."""
+    params = {"query": query} if query else {}
+    if force:
+        params["force"] = "true"
+    response = client.request("POST", "/commands/cancel", params=params)
+    if response.status_code == 404:
+        return None
+    raise_for(response, "cancel")
+    return response.json()
+
+
+def inventory(client: AgentClient, path: str, *, query: str = "", max_results: int = 0,
+              empty: Any) -> Any:
+    """A list endpoint (``/resources``, ``/resources/summary``, ``/stacks``, ``/targets``); ``empty`` when the
+    agent answers that nothing matched."""
+    params: dict[str, str] = {}
+    if query:
+        params["query"] = query
+    if max_results:
+        params["max_results"] = str(max_results)
+    response = client.request("GET", path, params=params)
+    if response.status_code == 404 and "error" in _json(response):
+        return empty
+    raise_for(response, "inventory")
+    return response.json()
+
+
+def _json(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"

@@ -1,0 +1,186 @@
+"""``svc apply`` and ``svc destroy``: simulate, show the plan, confirm, submit, follow.
+
+Human mode always simulates first and asks before changing anything (``--yes`` skips the question);
+machine mode submits once and prints one document: the simulation, ``{"CommandId": …}``, or with
+``--wait`` the finished command.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from svc.cli import agent_api
+from svc.cli.client import AgentClient, connect
+from svc.cli.common import ConfigOption
+from svc.cli.errors import CliError
+from svc.cli.forma_commands import Mode, evaluate_with_flags
+from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
+from svc.cli.render import TERMINAL_COMMAND_STATES, render_command, render_plan
+from svc.cli.watch import follow
+from svc.config import load_cli_config
+
+SimulateOption = Annotated[bool, typer.Option("--simulate", help="Show what would change; change nothing.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+WaitOption = Annotated[bool, typer.Option(
+    "--wait", help="Block until the command finishes; exit 0 on Success, 1 otherwise.")]
+_QUIET_POLL = 0.25
+
+
+class OnDependents(enum.StrEnum):
+    abort = "abort"
+    cascade = "cascade"
+
+
+@dataclass
+class Submission:
+    command: str  # apply | destroy
+    title: str
+    forma: dict[str, Any] | None
+    fields: dict[str, Any] = field(default_factory=dict)
+    simulate: bool = False
+    yes: bool = False
+    wait: bool = False
+
+
+def apply_command(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="The forma (a .pkl file amending @svc/forma.pkl).", dir_okay=False)],
+    mode: Annotated[Mode, typer.Option("--mode", help="reconcile: the forma is the whole truth of its stacks "
+                                                      "(what it drops is deleted); patch: only add and change.")],
+    simulate: SimulateOption = False,
+    force: Annotated[bool, typer.Option("--force", help="reconcile: overwrite changes made outside svc.")] = False,
+    yes: YesOption = False,
+    wait: WaitOption = False,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """Apply a forma: simulate, show the plan, confirm, then follow the changes until done."""
+    forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value)
+    submission = Submission("apply", f"svc apply --mode {mode.value} {file}", forma.to_json(),
+                            {"mode": mode.value, "force": force}, simulate, yes, wait)
+    raise typer.Exit(_run(config, submission, output_consumer, output_schema))
+
+
+def destroy_command(
+    ctx: typer.Context,
+    file: Annotated[Path | None, typer.Argument(help="Destroy the resources of this forma.", dir_okay=False)] = None,
+    query: Annotated[str, typer.Option("--query", help="Destroy the managed resources matching this query, e.g. "
+                                                       "'stack:dev type:AWS::S3::Bucket'.")] = "",
+    on_dependents: Annotated[OnDependents, typer.Option(
+        "--on-dependents", help="abort: refuse when other resources depend on what would be deleted; "
+                                "cascade: delete them too.")] = OnDependents.abort,
+    simulate: SimulateOption = False,
+    yes: YesOption = False,
+    wait: WaitOption = False,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """Destroy the resources of a forma, or those matching --query."""
+    query = query.strip()
+    if (file is None) == (not query):
+        raise CliError("give destroy either a forma file or --query, not both and not neither")
+    forma = None
+    if file is not None:
+        forma = evaluate_with_flags(file, ctx.args, command="destroy", mode="reconcile").to_json()
+    elif ctx.args:
+        raise CliError(f"unexpected arguments {' '.join(ctx.args)}; forma properties need a forma file")
+    title = f"svc destroy {file}" if file is not None else f"svc destroy --query '{query}'"
+    submission = Submission("destroy", title, forma, {"query": query, "on_dependents": on_dependents.value},
+                            simulate, yes, wait)
+    raise typer.Exit(_run(config, submission, output_consumer, output_schema))
+
+
+def _run(config: Path | None, submission: Submission, consumer: Consumer, schema: Schema) -> int:
+    client, _ = connect(load_cli_config(config).cli)
+    with client:
+        if consumer is Consumer.machine:
+            return _machine(client, submission, schema)
+        return _human(client, submission)
+
+
+def _submit(client: AgentClient, submission: Submission, simulate: bool) -> dict[str, Any]:
+    return agent_api.submit(client, command=submission.command, action=submission.command, forma=submission.forma,
+                            simulate=simulate, **submission.fields)
+
+
+def _machine(client: AgentClient, submission: Submission, schema: Schema) -> int:
+    response = _submit(client, submission, simulate=submission.simulate)
+    if submission.simulate:
+        emit(response["Simulation"], Consumer.machine, schema, print)
+        return 0
+    if not submission.wait or not response["Simulation"]["ChangesRequired"]:
+        emit({"CommandId": response["CommandId"]}, Consumer.machine, schema, print)
+        return 0
+    final = _poll_quietly(client, response["CommandId"])
+    emit(final, Consumer.machine, schema, print)
+    return 0 if final.get("State") == "Success" else 1
+
+
+def _poll_quietly(client: AgentClient, command_id: str) -> dict[str, Any]:
+    while True:
+        command = agent_api.command(client, command_id)
+        if command is None:
+            raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
+        if command.get("State") in TERMINAL_COMMAND_STATES:
+            return command
+        time.sleep(_QUIET_POLL)
+
+
+def _human(client: AgentClient, submission: Submission) -> int:
+    verb = submission.command
+    preview = _submit(client, submission, simulate=True)
+    simulation = preview["Simulation"]
+    if not simulation["ChangesRequired"]:
+        console.print("No changes needed: the resources already match the forma." if verb == "apply"
+                      else "No resources to destroy: nothing managed matches.", highlight=False)
+        return 0
+    description = (preview.get("Description") or {}).get("Text")
+    if description:
+        console.print(description, highlight=False)
+    render_plan(simulation, submission.title)
+    if submission.simulate:
+        console.print("Simulation only: nothing was changed.")
+        return 0
+    if not submission.yes and not _confirm(f"{verb.capitalize()} these changes?"):
+        console.print(f"{verb.capitalize()} aborted; nothing was changed.")
+        return 0
+    response = _submit(client, submission, simulate=False)
+    if not response["Simulation"]["ChangesRequired"]:
+        console.print("No changes needed any more: someone else made them meanwhile.")
+        return 0
+    command_id = response["CommandId"]
+    console.print(f"Command {command_id} started on the agent.", highlight=False)
+    if not (submission.wait or console.is_terminal):
+        console.print(f"Follow it with: svc command status {command_id}", highlight=False)
+        return 0
+    final = follow(client, command_id)
+    if not console.is_terminal:
+        render_command(final)
+    return _outcome(final)
+
+
+def _outcome(command: dict[str, Any]) -> int:
+    state = command.get("State")
+    if state == "Success":
+        console.print(f"[green]{command.get('Command')} {command.get('CommandId')} succeeded.[/green]",
+                      highlight=False)
+        return 0
+    console.print(f"[red]{command.get('Command')} {command.get('CommandId')} ended {state}.[/red] "
+                  f"Details: svc command status {command.get('CommandId')}", highlight=False)
+    return 1
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        raise CliError("confirmation needs an interactive terminal; pass --yes to go ahead without asking, "
+                       "or --simulate to only see the plan")
+    return typer.confirm(question, default=False)

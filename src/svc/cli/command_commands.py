@@ -1,0 +1,145 @@
+"""``svc command status|list``, ``svc status command`` (deprecated alias) and ``svc cancel``."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from svc.cli import agent_api
+from svc.cli.client import connect
+from svc.cli.common import ConfigOption
+from svc.cli.errors import CliError
+from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
+from svc.cli.render import render_command, render_command_list
+from svc.config import load_cli_config
+
+command_app = typer.Typer(help="Follow the commands the agent runs.", no_args_is_help=True)
+
+QueryOption = Annotated[str, typer.Option("--query", help="Command query, e.g. 'status:InProgress', "
+                                                          "'client:me command:apply', 'stack:prod'.")]
+_BARE_ID = re.compile(r"^\s*id:(\S+)\s*$")
+_LIST_CEILING = 200  # the agent's ceiling
+
+
+def _show_one(config: Path | None, command_id: str | None, consumer: Consumer, schema: Schema) -> None:
+    client, _ = connect(load_cli_config(config).cli)
+    with client:
+        if command_id is not None:
+            found = agent_api.command(client, command_id)
+            if found is None:
+                raise CliError(f"command not found: {command_id}; list the recent ones with: svc command list")
+            commands = [found]
+        else:
+            commands = agent_api.commands(client, scope="client")
+    if consumer is Consumer.machine:
+        emit({"Commands": commands}, consumer, schema, print)
+    elif not commands:
+        console.print("This client has run no commands yet.")
+    else:
+        render_command(commands[0])
+
+
+def _list(config: Path | None, query: str, max_results: int, consumer: Consumer, schema: Schema) -> None:
+    if max_results < 0:
+        raise CliError("--max-results must be 0 (the most the agent allows) or more")
+    client, _ = connect(load_cli_config(config).cli)
+    with client:
+        commands = agent_api.commands(client, query=query.strip(), scope="agent",
+                                      max_results=max_results or _LIST_CEILING)
+    if consumer is Consumer.machine:
+        emit({"Commands": commands}, consumer, schema, print)
+    elif not commands:
+        console.print("No commands match." if query.strip() else "No commands yet.")
+    else:
+        render_command_list(commands)
+
+
+@command_app.command("status")
+def command_status(
+    command_id: Annotated[str | None, typer.Argument(help="The command id (default: this client's latest).",
+                                                     metavar="[ID]")] = None,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """Show one command and the state of each of its resource updates."""
+    _show_one(config, command_id, output_consumer, output_schema)
+
+
+@command_app.command("list")
+def command_list(
+    query: QueryOption = "",
+    max_results: Annotated[int, typer.Option("--max-results", help="At most this many (0: 200).")] = 50,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """List commands of every client, newest first."""
+    _list(config, query, max_results, output_consumer, output_schema)
+
+
+def status_command(
+    query: QueryOption = "",
+    max_results: Annotated[int, typer.Option("--max-results", help="At most this many (0: 200).")] = 10,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """Deprecated: use `svc command status` or `svc command list`."""
+    print("Warning: `svc status command` is deprecated; use `svc command status [ID]` or `svc command list`.",
+          file=sys.stderr)
+    bare = _BARE_ID.match(query)
+    if not query.strip() or bare:
+        _show_one(config, bare[1] if bare else None, output_consumer, output_schema)
+    else:
+        _list(config, query, max_results, output_consumer, output_schema)
+
+
+def cancel_command(
+    query: QueryOption = "",
+    force: Annotated[bool, typer.Option("--force", help="End the commands at once: operations already running "
+                                                        "are abandoned and may leave resources behind.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask to confirm --force.")] = False,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.yaml,
+) -> None:
+    """Cancel in-progress commands: those matching --query, else this client's latest."""
+    if force and not yes:
+        if not sys.stdin.isatty():
+            raise CliError("--force needs confirmation on an interactive terminal; pass --yes to force without "
+                           "asking")
+        if not typer.confirm("Force-cancel? Operations already running are abandoned and may leave resources "
+                             "behind.", default=False):
+            console.print("Cancel aborted.")
+            return
+    client, _ = connect(load_cli_config(config).cli)
+    with client:
+        outcome = agent_api.cancel(client, query=query.strip(), force=force)
+    if output_consumer is Consumer.machine:
+        emit(outcome, output_consumer, output_schema, print)
+        return
+    if outcome is None:
+        console.print("No commands to cancel.")
+        return
+    _render_cancel(outcome)
+
+
+def _render_cancel(outcome: dict[str, Any]) -> None:
+    ids = outcome.get("CommandIds") or []
+    forced = " (forced)" if outcome.get("Forced") else ""
+    console.print(f"Canceled {len(ids)} command(s){forced}: {', '.join(ids)}", highlight=False, soft_wrap=True)
+    states = outcome.get("ResourceUpdateStates") or {}
+    abandoned = [uri for uri, state in states.items() if state.get("ForceCanceled")]
+    if abandoned:
+        console.print("Abandoned while running (they may exist in your cloud; check them with svc inventory):",
+                      highlight=False)
+        for uri in abandoned:
+            console.print(f"  {uri}", highlight=False)
+    if not outcome.get("Forced") and ids:
+        console.print(f"Resource updates already running finish first; follow with: svc command status {ids[0]}",
+                      highlight=False, soft_wrap=True)

@@ -1,0 +1,152 @@
+"""``svc inventory resources|stacks|targets`` (``svc inventory`` alone lists resources)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from svc.cli import agent_api
+from svc.cli.client import connect
+from svc.cli.common import ConfigOption
+from svc.cli.errors import CliError
+from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
+from svc.config import load_cli_config
+
+inventory_app = typer.Typer(help="What the agent manages and has discovered.")
+
+QueryOption = Annotated[str, typer.Option("--query", help="e.g. 'stack:prod type:AWS::S3::Bucket managed:false'; "
+                                                          "targets: 'label:eu-* namespace:AWS'.")]
+MaxResultsOption = Annotated[int | None, typer.Option(
+    "--max-results", help="At most this many (default 200 for people, all for machines; 0: all).")]
+_HUMAN_DEFAULT = 200
+_EMPTY_FORMA: dict[str, Any] = {"Description": {}, "Stacks": [], "Targets": [], "Resources": []}
+
+
+def _limit(max_results: int | None, consumer: Consumer) -> int:
+    if max_results is not None and max_results < 0:
+        raise CliError("--max-results must be 0 (all) or more")
+    if max_results is None:
+        return _HUMAN_DEFAULT if consumer is Consumer.human else 0
+    return max_results
+
+
+def _fetch(config: Path | None, path: str, query: str, limit: int, empty: Any) -> Any:
+    client, _ = connect(load_cli_config(config).cli)
+    with client:
+        return agent_api.inventory(client, path, query=query.strip(), max_results=limit, empty=empty)
+
+
+def _table(columns: tuple[str, ...]) -> Table:
+    table = Table(box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _show(rows: list[Any], limit: int, noun: str, render: Callable[[list[Any]], Table]) -> None:
+    if not rows:
+        console.print(f"No {noun} found.")
+        return
+    console.print(render(rows))
+    if limit and len(rows) >= limit:
+        console.print(f"Showing the first {limit} {noun}; pass --max-results 0 for all.", highlight=False)
+
+
+def _resources_table(rows: list[dict[str, Any]]) -> Table:
+    table = _table(("Type", "Label", "Stack", "Target", "Native ID", "Managed"))
+    for row in rows:
+        managed = Text("yes") if row.get("Managed") else Text("⚠ unmanaged", style="yellow")
+        table.add_row(row.get("Type", ""), row.get("Label", ""), row.get("Stack", ""), row.get("Target", ""),
+                      row.get("NativeID", ""), managed)
+    return table
+
+
+def list_resources(config: Path | None, query: str, max_results: int | None, consumer: Consumer,
+                   schema: Schema) -> None:
+    limit = _limit(max_results, consumer)
+    if consumer is Consumer.machine:
+        emit(_fetch(config, "/resources", query, limit, _EMPTY_FORMA), consumer, schema, print)
+        return
+    _show(_fetch(config, "/resources/summary", query, limit, []), limit, "resources", _resources_table)
+
+
+@inventory_app.callback(invoke_without_command=True)
+def inventory(
+    ctx: typer.Context,
+    query: QueryOption = "",
+    max_results: MaxResultsOption = None,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """List resources (same as `svc inventory resources`)."""
+    if ctx.invoked_subcommand is None:
+        list_resources(config, query, max_results, output_consumer, output_schema)
+
+
+@inventory_app.command("resources")
+def inventory_resources(
+    query: QueryOption = "",
+    max_results: MaxResultsOption = None,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """List resources, managed and discovered (machine output: a forma with their stacks and targets)."""
+    list_resources(config, query, max_results, output_consumer, output_schema)
+
+
+def _stacks_table(rows: list[dict[str, Any]]) -> Table:
+    table = _table(("Label", "Description", "Policies", "Created"))
+    for row in rows:
+        policies = ", ".join(p.get("Label") or p.get("Type") or p.get("$ref", "") for p in row.get("Policies") or [])
+        table.add_row(row.get("Label", ""), row.get("Description", ""), policies, str(row.get("CreatedAt", "")))
+    return table
+
+
+@inventory_app.command("stacks")
+def inventory_stacks(
+    max_results: MaxResultsOption = None,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """List stacks with their policies."""
+    limit = _limit(max_results, output_consumer)
+    rows = _fetch(config, "/stacks", "", limit, [])
+    if output_consumer is Consumer.machine:
+        emit(rows, output_consumer, output_schema, print)
+    else:
+        _show(rows, limit, "stacks", _stacks_table)
+
+
+def _targets_table(rows: list[dict[str, Any]]) -> Table:
+    table = _table(("Label", "Namespace", "Discoverable", "Config"))
+    for row in rows:
+        config = json.dumps(row.get("Config") or {}, separators=(",", ":"))
+        table.add_row(row.get("Label", ""), row.get("Namespace", ""), "yes" if row.get("Discoverable") else "no",
+                      config)
+    return table
+
+
+@inventory_app.command("targets")
+def inventory_targets(
+    query: QueryOption = "",
+    max_results: MaxResultsOption = None,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """List targets (query keys: label, namespace, discoverable)."""
+    limit = _limit(max_results, output_consumer)
+    rows = _fetch(config, "/targets", query, limit, [])
+    if output_consumer is Consumer.machine:
+        emit(rows, output_consumer, output_schema, print)
+    else:
+        _show(rows, limit, "targets", _targets_table)

@@ -1,0 +1,79 @@
+"""Following a command until it is terminal: a live Rich view on a terminal, one line per finished
+resource update otherwise (logs and CI read those)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from rich.console import Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.text import Text
+
+from svc.cli import agent_api
+from svc.cli.client import AgentClient
+from svc.cli.errors import CliError
+from svc.cli.output import console
+from svc.cli.render import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, command_line, updates_table
+
+_FAST_POLL = 0.25
+_SLOW_POLL = 1.0  # big commands: each poll carries every resource update
+_BIG = 500
+
+
+def _poll_interval(command: dict[str, Any]) -> float:
+    return _SLOW_POLL if len(command.get("ResourceUpdates") or []) > _BIG else _FAST_POLL
+
+
+def _fetch(client: AgentClient, command_id: str) -> dict[str, Any]:
+    command = agent_api.command(client, command_id)
+    if command is None:
+        raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
+    return command
+
+
+def _view(command: dict[str, Any]) -> Group:
+    updates = command.get("ResourceUpdates") or []
+    done = sum(1 for update in updates if update.get("State") in TERMINAL_UPDATE_STATES)
+    return Group(Text(command_line(command)), ProgressBar(total=max(len(updates), 1), completed=done, width=60),
+                 updates_table(command))
+
+
+def follow(client: AgentClient, command_id: str, *, live: bool | None = None) -> dict[str, Any]:
+    """Polls the command until it is terminal and returns its last state. Ctrl-C stops following, not
+    the command."""
+    live = console.is_terminal if live is None else live
+    try:
+        return _follow_live(client, command_id) if live else _follow_lines(client, command_id)
+    except KeyboardInterrupt:
+        print(f"Still running on the agent; check it with: svc command status {command_id}", file=sys.stderr)
+        raise
+
+
+def _follow_live(client: AgentClient, command_id: str) -> dict[str, Any]:
+    command = _fetch(client, command_id)
+    with Live(_view(command), console=console, refresh_per_second=8) as view:
+        while command.get("State") not in TERMINAL_COMMAND_STATES:
+            time.sleep(_poll_interval(command))
+            command = _fetch(client, command_id)
+            view.update(_view(command))
+    return command
+
+
+def _follow_lines(client: AgentClient, command_id: str) -> dict[str, Any]:
+    reported: set[tuple[str, str]] = set()
+    while True:
+        command = _fetch(client, command_id)
+        for update in command.get("ResourceUpdates") or []:
+            key = (update.get("ResourceId", ""), update.get("Operation", ""))
+            if update.get("State") in TERMINAL_UPDATE_STATES and key not in reported:
+                reported.add(key)
+                message = update.get("ErrorMessage")
+                console.print(f"{update.get('State')}: {update.get('Operation')} {update.get('ResourceType')} "
+                              f"{update.get('ResourceLabel')} (stack {update.get('StackName')})"
+                              + (f": {message}" if message else ""), highlight=False, soft_wrap=True)
+        if command.get("State") in TERMINAL_COMMAND_STATES:
+            return command
+        time.sleep(_poll_interval(command))

@@ -1,0 +1,66 @@
+"""``build_engine``: the engine for an agent config (its enabled plugins, limits, retries, datastore)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from svc import __version__
+from svc.config.model import AgentConfig, RetryConfig
+from svc.datastore.interface import Datastore
+from svc.engine.engine import Engine, EngineSettings, PluginLimits
+from svc.engine.operations import RetryPolicy
+from svc.engine.planner import Catalog
+from svc.engine.sealing import Sealer
+from svc.paths import data_dir
+from svc.plugins.installed import installed_plugins
+from svc.plugins.manifest import ManifestError, read_manifest
+from svc.plugins.runner import InProcessRunner, PluginLoadError, PluginRunner
+from svc.schema.extract import extract_descriptors
+from svc.schema.model import Schema
+
+log = logging.getLogger("svc.engine")
+DEFAULT_MAX_IN_FLIGHT = 32
+DEFAULT_RATE = 10
+
+
+def retry_policy(config: RetryConfig, call_timeout: float = 60.0) -> RetryPolicy:
+    return RetryPolicy(max_retries=config.max_retries, retry_delay=config.retry_delay.total_seconds(),
+                       status_interval=config.status_check_interval.total_seconds(), call_timeout=call_timeout)
+
+
+def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | None = None, agent_id: str = "",
+                 agent_version: str = __version__) -> Engine:
+    """Loads each enabled plugin of ``config`` (in process), its resource types and its limits.
+
+    Raises ``PluginLoadError`` naming a plugin that is enabled but not installed.
+    """
+    installed = {plugin.namespace.upper(): plugin for plugin in installed_plugins()}
+    runners: dict[str, PluginRunner] = {}
+    types: dict[str, Schema] = {}
+    limits: dict[str, PluginLimits] = {}
+    for entry in config.resource_plugins:
+        if not entry.enabled:
+            continue
+        plugin = installed.get(entry.type.upper())
+        if plugin is None:
+            raise PluginLoadError(f"agent.resourcePlugins: plugin {entry.type} is enabled but not installed; "
+                                  f"installed: {', '.join(sorted(installed)) or 'none'}")
+        settings = entry.settings
+        runners[plugin.namespace] = InProcessRunner.load(plugin.namespace, settings)
+        types.update({name: d.schema_ for name, d in extract_descriptors(plugin).items()})
+        rate = DEFAULT_RATE
+        if entry.rate_limit is not None:
+            rate = entry.rate_limit.max_requests_per_second_for_namespace
+        else:
+            try:
+                rate = read_manifest(plugin).get("rateLimit", {}).get("maxRequestsPerSecondForNamespace", rate)
+            except ManifestError as error:
+                log.warning("%s; using %d requests per second", error, rate)
+        limits[plugin.namespace] = PluginLimits(
+            requests_per_second=float(rate), max_in_flight=int(settings.get("maxInFlight", DEFAULT_MAX_IN_FLIGHT)),
+            retry=retry_policy(entry.retry) if entry.retry is not None else None)
+    settings = EngineSettings(retry=retry_policy(config.retry), plugins=limits, agent_id=agent_id,
+                              agent_version=agent_version)
+    catalog = Catalog(frozenset(runners), types)
+    return Engine(datastore, runners, catalog, Sealer.from_file(key_file or data_dir() / "engine.key"), settings)

@@ -1,0 +1,392 @@
+"""The engine: the command service the API calls (plan, store, execute, report, cancel, recover).
+
+Admission (plan + checks + store) runs under one lock so two commands can never both pass the
+conflict check; planning and SQL run off the event loop. Each stored command then runs as one asyncio
+task (``executor.CommandRun``). ``start()`` resumes every command a previous agent left unfinished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from svc.api import wire
+from svc.datastore.interface import Datastore
+from svc.datastore.query import COMMAND_FIELDS, DESTROY_FIELDS, parse_query
+from svc.datastore.records import (
+    TERMINAL_COMMAND_STATES,
+    TERMINAL_UPDATE_STATES,
+    CommandRecord,
+    CommandState,
+    ResourceUpdateRecord,
+    TargetWrite,
+    UpdateState,
+)
+from svc.engine.errors import ConflictingCommands, InvalidForma
+from svc.engine.executor import CommandRun, Node
+from svc.engine.graph import build_graph
+from svc.engine.ledger import UpdateData, change_of, command_record, overall_state, update_record, utcnow
+from svc.engine.operations import RetryPolicy
+from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, ResourceChange, plan
+from svc.engine.ratelimit import NamespaceLimits
+from svc.engine.sealing import Sealer, SealError
+from svc.engine.service import ApplyRequest, Caller, DestroyRequest
+from svc.engine.steps import Steps
+from svc.engine.views import command_view, plan_view
+from svc.engine.writer import BatchWriter
+from svc.ids import new_id
+from svc.plugins.runner import PluginRunner
+
+log = logging.getLogger("svc.engine")
+PAGE = 1000
+
+
+@dataclass(frozen=True)
+class PluginLimits:
+    requests_per_second: float = 10.0
+    max_in_flight: int = 32
+    retry: RetryPolicy | None = None
+
+
+@dataclass
+class EngineSettings:
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    plugins: Mapping[str, PluginLimits] = field(default_factory=dict)
+    agent_id: str = ""
+    agent_version: str = ""
+
+
+def _all(fetch) -> list:  # type: ignore[no-untyped-def]
+    """Every item of a paged datastore list."""
+    items: list = []
+    cursor = None
+    while True:
+        page = fetch(cursor)
+        items.extend(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            return items
+
+
+class Engine:
+    """Implements ``svc.engine.service.CommandService``."""
+
+    def __init__(self, datastore: Datastore, runners: Mapping[str, PluginRunner], catalog: Catalog,
+                 sealer: Sealer, settings: EngineSettings | None = None) -> None:
+        self.store = datastore
+        self.runners = dict(runners)
+        self.catalog = catalog
+        self.sealer = sealer
+        self.settings = settings or EngineSettings()
+        self._admission = asyncio.Lock()
+        self._runs: dict[str, CommandRun] = {}
+        self._tasks: dict[str, asyncio.Task[str]] = {}
+        self._limits: dict[str, NamespaceLimits] = {}
+        self._started = False
+        self.writer = BatchWriter(datastore)
+        self._detached: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Resumes every unfinished command (crash recovery)."""
+        self._started = True
+        incomplete = await asyncio.to_thread(lambda: _all(lambda c: self.store.list_incomplete_commands(
+            cursor=c, limit=PAGE)))
+        for command in sorted(incomplete, key=lambda c: (c.start_ts, c.id)):
+            await self._recover(command)
+
+    async def stop(self) -> None:
+        """Stops running commands where they are (a later start resumes them) and closes the plugins."""
+        tasks = [*self._tasks.values(), *self._detached]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.writer.close()
+        for runner in self.runners.values():
+            await runner.close()
+
+    async def wait(self, command_id: str, timeout: float | None = None) -> wire.CommandView | None:
+        """Blocks until the command's execution ends (tests, benchmarks, ``--wait``)."""
+        task = self._tasks.get(command_id)
+        if task is not None:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        return await self.command(command_id)
+
+    async def synchronize(self) -> str | None:
+        """Reads every managed resource once and stores out-of-band changes (``sync.synchronize``)."""
+        from svc.engine.sync import synchronize
+
+        return await synchronize(self)
+
+    # -- plumbing -----------------------------------------------------------------------------------------
+
+    def policy(self, namespace: str) -> RetryPolicy:
+        limits = self._plugin(namespace)
+        return limits.retry if limits is not None and limits.retry is not None else self.settings.retry
+
+    def _plugin(self, namespace: str) -> PluginLimits | None:
+        for name, limits in self.settings.plugins.items():
+            if name.upper() == namespace.upper():
+                return limits
+        return None
+
+    def limits(self, namespace: str) -> NamespaceLimits:
+        key = namespace.upper()
+        if key not in self._limits:
+            plugin = self._plugin(namespace) or PluginLimits()
+            self._limits[key] = NamespaceLimits(plugin.requests_per_second, plugin.max_in_flight)
+        return self._limits[key]
+
+    def _inventory(self, reconcile_stacks: set[str]) -> Inventory:
+        resources = _all(lambda c: self.store.list_resources(cursor=c, limit=PAGE))
+        targets = _all(lambda c: self.store.list_targets(cursor=c, limit=PAGE))
+        stacks = _all(lambda c: self.store.list_stacks(cursor=c, limit=PAGE))
+        inventory = Inventory(resources, {t.label: t for t in targets}, {s.label: s for s in stacks})
+        for stack in reconcile_stacks:
+            inventory.modifications[stack] = self._modifications(stack)
+        return inventory
+
+    def _modifications(self, stack: str) -> list[Modification]:
+        """Versions written in ``stack`` since its last reconcile by anything but that reconcile."""
+        commands = self.store.list_commands(parse_query(f"stack:{_quote(stack)}", COMMAND_FIELDS), sources=None,
+                                            limit=200).items
+        last = next((c for c in commands if c.mode == "reconcile" and c.command == "apply"), None)
+        if last is None:
+            return []
+        changes = self.store.list_resource_changes(stack, last.start_ts, exclude_command=last.id)
+        latest: dict[str, Modification] = {}
+        for version in changes:
+            operation = "delete" if version.deleted else "update"
+            latest[version.ksuid] = Modification(stack, version.type, version.label, operation, version.ksuid)
+        return list(latest.values())
+
+    async def _plan(self, request: PlanRequest, reconcile_stacks: set[str]) -> Changeset:
+        def work() -> Changeset:
+            inventory = self._inventory(reconcile_stacks)
+            return plan(request, inventory, self.catalog, new_id)
+
+        return await asyncio.to_thread(work)
+
+    # -- CommandService -----------------------------------------------------------------------------------
+
+    async def apply(self, request: ApplyRequest, caller: Caller) -> wire.SubmitCommandResponse:
+        forma = request.forma
+        drift_stacks = {r.stack for r in forma.resources} if request.mode == "reconcile" and not request.force \
+            else set()
+        plan_request = PlanRequest("apply", request.mode, forma, force=request.force, simulate=request.simulate)
+        return await self._submit(plan_request, drift_stacks, caller, request.simulate,
+                                  (forma.description.text or "", forma.description.confirm))
+
+    async def destroy(self, request: DestroyRequest, caller: Caller) -> wire.SubmitCommandResponse:
+        if request.query:
+            query = parse_query(request.query, DESTROY_FIELDS)
+            matches = await asyncio.to_thread(lambda: _all(lambda c: self.store.list_resources(
+                query, cursor=c, limit=PAGE)))
+            plan_request = PlanRequest("destroy", "patch", None, simulate=request.simulate,
+                                       on_dependents=request.on_dependents,
+                                       destroy_matches=tuple(r for r in matches if r.managed))
+            description = ("", False)
+        elif request.forma is not None:
+            plan_request = PlanRequest("destroy", "patch", request.forma, simulate=request.simulate,
+                                       on_dependents=request.on_dependents)
+            description = (request.forma.description.text or "", request.forma.description.confirm)
+        else:
+            raise InvalidForma("destroy needs a forma or a query", {})
+        return await self._submit(plan_request, set(), caller, request.simulate, description)
+
+    async def _submit(self, request: PlanRequest, drift_stacks: set[str], caller: Caller, simulate: bool,
+                      description: tuple[str, bool]) -> wire.SubmitCommandResponse:
+        command_id = new_id()
+        async with self._admission:
+            changeset = await self._plan(request, drift_stacks)
+            if not changeset.has_changes:
+                return wire.SubmitCommandResponse(CommandId=command_id,
+                                                  Simulation=wire.SimulationView(ChangesRequired=False))
+            graph = build_graph(changeset.resources)
+            view = plan_view(command_id, changeset, client_id=caller.client_id)
+            simulation = wire.SimulationView(ChangesRequired=True, Command=view,
+                                             Warnings=changeset.warnings or None)
+            if simulate:
+                return wire.SubmitCommandResponse(CommandId=command_id, Simulation=simulation)
+            await self._refuse_conflicts(changeset)
+            records = [update_record(command_id, change, self.sealer) for change in changeset.resources]
+            command = command_record(command_id, changeset, client_id=caller.client_id, subject=caller.subject,
+                                     force=request.force, description=description, agent_id=self.settings.agent_id,
+                                     agent_version=self.settings.agent_version)
+            await asyncio.to_thread(self._store_command, command, records, changeset)
+            nodes = {change.key: Node(change, UpdateData.from_json(dict(record.data)))
+                     for change, record in zip(changeset.resources, records, strict=True)}
+            self._launch(command_id, graph, nodes)
+        return wire.SubmitCommandResponse(CommandId=command_id, Simulation=simulation)
+
+    def _store_command(self, command: CommandRecord, records: list[ResourceUpdateRecord],
+                       changeset: Changeset) -> None:
+        # Stacks and targets first (outside the DAG, as the reference does): resources name them.
+        for stack in changeset.stacks:
+            if stack.operation == "create":
+                self.store.create_stack(stack.label, stack.description, command_id=command.id)
+            else:
+                self.store.update_stack(stack.label, stack.description, command_id=command.id)
+        for target in changeset.targets:
+            if target.operation != "delete":
+                self.store.put_target(TargetWrite(target.label, target.namespace, target.config,
+                                                  target.config_schema, target.discoverable))
+        self.store.put_command(command, records)
+
+    async def _refuse_conflicts(self, changeset: Changeset) -> None:
+        stacks = changeset.stack_labels
+
+        def conflicting() -> list[wire.CommandView]:
+            found = []
+            for command in _all(lambda c: self.store.list_incomplete_commands(cursor=c, limit=PAGE)):
+                if command.source != "user":
+                    continue
+                updates = _all(lambda c, i=command.id: self.store.get_resource_updates(i, cursor=c, limit=PAGE))
+                live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
+                                                              UpdateState.REJECTED)]
+                if any(u.stack_label in stacks for u in live):
+                    found.append(command_view(command, updates))
+            return found
+
+        found = await asyncio.to_thread(conflicting)
+        if found:
+            ids = ", ".join(view.CommandId for view in found)
+            raise ConflictingCommands(f"command(s) {ids} still change these stacks; wait for them or cancel them",
+                                      {"ConflictingCommands": [view.to_json() for view in found]})
+
+    def _launch(self, command_id: str, graph, nodes: dict[str, Node]) -> None:  # type: ignore[no-untyped-def]
+        run = CommandRun(command_id, graph, nodes, self.store, None, self.limits, self._finish,  # type: ignore
+                         self.writer, detached=self._detached)
+        run.steps = Steps(command_id, self.store, self.writer, self.runners, self.policy, run.save)
+        self._runs[command_id] = run
+        task = asyncio.create_task(run.run(), name=f"command {command_id}")
+        self._tasks[command_id] = task
+
+        def forget(_: asyncio.Task[str]) -> None:
+            self._runs.pop(command_id, None)
+            self._tasks.pop(command_id, None)
+
+        task.add_done_callback(forget)
+
+    async def _finish(self, command_id: str, state: str) -> None:
+        def work() -> None:
+            command = self.store.get_command(command_id)
+            if command is not None:
+                for target in command.data.get("targets", []):
+                    if target["operation"] == "delete" and not self.store.count_resources(target=target["label"]):
+                        self.store.delete_target(target["label"])
+            updates = _all(lambda c: self.store.get_resource_updates(command_id, cursor=c, limit=PAGE))
+            for stack in {u.stack_label for u in updates if u.operation == "delete"}:
+                if self.store.count_resources(stack=stack) == 0:
+                    self.store.delete_stack(stack, command_id=command_id)
+            if state in TERMINAL_COMMAND_STATES:
+                self.store.set_command_state(command_id, state, end_ts=utcnow())
+
+        await asyncio.to_thread(work)
+
+    async def command(self, command_id: str) -> wire.CommandView | None:
+        def work() -> wire.CommandView | None:
+            command = self.store.get_command(command_id)
+            if command is None:
+                return None
+            return command_view(command, _all(lambda c: self.store.get_resource_updates(command_id, cursor=c,
+                                                                                         limit=PAGE)))
+
+        return await asyncio.to_thread(work)
+
+    async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
+                       max_results: int) -> list[wire.CommandView]:
+        def work() -> list[wire.CommandView]:
+            if query.strip():
+                found = self.store.list_commands(parse_query(query, COMMAND_FIELDS), client_id=caller.client_id,
+                                                 limit=max_results).items
+            elif scope == "client":
+                found = self.store.list_commands(parse_query("client:me", COMMAND_FIELDS), client_id=caller.client_id,
+                                                 limit=1).items
+            else:
+                found = self.store.list_commands(limit=max_results).items
+            return [command_view(c, _all(lambda cur, i=c.id: self.store.get_resource_updates(i, cursor=cur,
+                                                                                              limit=PAGE)))
+                    for c in found]
+
+        return await asyncio.to_thread(work)
+
+    async def cancel(self, query: str, caller: Caller, *, force: bool) -> wire.CancelCommandResponse | None:
+        def targets() -> list[CommandRecord]:
+            if query.strip():
+                parsed = parse_query(query, COMMAND_FIELDS)
+                sources = None if "command:" in query.lower() else ("user",)
+                return list(self.store.list_commands(parsed, client_id=caller.client_id, sources=sources,
+                                                     limit=100).items)
+            return list(self.store.list_commands(parse_query("client:me", COMMAND_FIELDS),
+                                                 client_id=caller.client_id, limit=1).items)
+
+        commands = [c for c in await asyncio.to_thread(targets) if c.state not in TERMINAL_COMMAND_STATES]
+        if not commands:
+            return None
+        canceled: list[str] = []
+        states: dict[str, wire.CanceledUpdateState] = {}
+        for command in commands:
+            run = self._runs.get(command.id)
+            if run is not None:
+                run.cancel(force=force)
+            outcome = await asyncio.to_thread(self.store.cancel_resource_updates, command.id, force=force)
+            for ksuid, _ in outcome.canceled_not_started:
+                states[f"svc://{ksuid}#"] = wire.CanceledUpdateState(State="Canceled", CommandId=command.id)
+            for ksuid, _ in outcome.canceled_in_progress:
+                states[f"svc://{ksuid}#"] = wire.CanceledUpdateState(State="Canceled", ForceCanceled=True,
+                                                                     CommandId=command.id)
+            if force or run is None:
+                updates = await asyncio.to_thread(lambda i=command.id: _all(
+                    lambda c: self.store.get_resource_updates(i, cursor=c, limit=PAGE)))
+                final = overall_state([u.state for u in updates])
+                if final in TERMINAL_COMMAND_STATES:
+                    await asyncio.to_thread(self.store.set_command_state, command.id, final, end_ts=utcnow())
+            canceled.append(command.id)
+        return wire.CancelCommandResponse(CommandIds=canceled, ResourceUpdateStates=states or None,
+                                          Forced=force or None)
+
+    # -- recovery -----------------------------------------------------------------------------------------
+
+    async def _recover(self, command: CommandRecord) -> None:
+        if command.source != "user":  # synchronization reads are never resumed (the next run redoes them)
+            await asyncio.to_thread(self.store.set_command_state, command.id, CommandState.FAILED, end_ts=utcnow())
+            return
+        updates = await asyncio.to_thread(lambda: _all(lambda c: self.store.get_resource_updates(
+            command.id, cursor=c, limit=PAGE)))
+        nodes: dict[str, Node] = {}
+        for record in updates:
+            data = UpdateData.from_json(dict(record.data))
+            try:
+                change = change_of(record, self.sealer)
+            except SealError as error:
+                data.message = f"{error}; apply the forma again"
+                await asyncio.to_thread(self.store.set_resource_update_state, command.id, record.ksuid,
+                                        record.operation, UpdateState.FAILED, data=data.to_json())
+                change = change_of_unsealed(record)
+                nodes[change.key] = Node(change, data, UpdateState.FAILED)
+                continue
+            state = record.state
+            resume = state == UpdateState.IN_PROGRESS
+            if state not in TERMINAL_UPDATE_STATES:
+                state = UpdateState.NOT_STARTED
+            nodes[change.key] = Node(change, data, state, resume)
+        if all(node.state in TERMINAL_UPDATE_STATES for node in nodes.values()):
+            await self._finish(command.id, overall_state([node.state for node in nodes.values()]))
+            return
+        log.info("resuming command %s (%d of %d changes unfinished)", command.id,
+                 sum(node.state not in TERMINAL_UPDATE_STATES for node in nodes.values()), len(nodes))
+        self._launch(command.id, build_graph(node.change for node in nodes.values()), nodes)
+
+
+def change_of_unsealed(record: ResourceUpdateRecord) -> ResourceChange:
+    return ResourceChange.from_json(dict(UpdateData.from_json(dict(record.data)).change))
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+

@@ -1,0 +1,161 @@
+"""Running a command's DAG: independent changes in parallel, dependents after their dependencies.
+
+A change starts once every change it waits for succeeded; a failed (or rejected, or canceled) change
+fails everything downstream without running it. Each start takes a token of its plugin namespace's
+rate limit and a slot of its in-flight cap (``ratelimit``). The executor is the only caller of plugins
+(through ``steps``); everything it learns is stored before it moves on (``save``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from svc.datastore.interface import Datastore
+from svc.datastore.records import TERMINAL_UPDATE_STATES, UpdateState
+from svc.datastore.update_writes import UpdateStateWrite
+from svc.engine.graph import Graph
+from svc.engine.ledger import UpdateData, overall_state, utcnow
+from svc.engine.planner.changeset import ResourceChange
+from svc.engine.ratelimit import NamespaceLimits
+from svc.engine.steps import Fenced, Steps
+from svc.engine.writer import BatchWriter, WriterClosed
+
+log = logging.getLogger("svc.engine")
+
+
+@dataclass
+class Node:
+    change: ResourceChange
+    data: UpdateData
+    state: str = UpdateState.NOT_STARTED
+    resume: bool = False  # it was in progress when the agent stopped
+
+
+@dataclass
+class CommandRun:
+    """One command's execution (one asyncio task)."""
+
+    command_id: str
+    graph: Graph
+    nodes: dict[str, Node]
+    store: Datastore
+    steps: Steps
+    limits: Callable[[str], NamespaceLimits]
+    on_finish: Callable[[str, str], Awaitable[None]]
+    writer: BatchWriter
+    canceling: bool = False
+    running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    detached: set[asyncio.Task[None]] = field(default_factory=set)  # abandoned by a force cancel
+    _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
+
+    async def save(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
+                   start: bool = False) -> bool:
+        """Stores an update's state; False when it is already terminal (canceled meanwhile)."""
+        return await self.writer.set_state(UpdateStateWrite(
+            self.command_id, change.ksuid, change.operation, state, version=version, data=data.to_json(),
+            start_ts=utcnow() if start else None))
+
+    async def run(self) -> str:
+        await asyncio.to_thread(self.store.set_command_state, self.command_id, "InProgress")
+        waiting = {key: {dep for dep in self.graph.waits_for[key]
+                         if self.nodes[dep].state != UpdateState.SUCCESS} for key in self.nodes}
+        done = self._wake
+        for key, node in self.nodes.items():
+            if node.state in TERMINAL_UPDATE_STATES and node.state != UpdateState.SUCCESS:
+                await self._fail_downstream(key)
+        for key in sorted(self.nodes):
+            if self.nodes[key].state not in TERMINAL_UPDATE_STATES and not waiting[key]:
+                self._start(key, done)
+        while self.running:
+            key = await done.get()
+            if key not in self.running:
+                continue  # a wake-up, or an abandoned change that ended
+            self.running.pop(key)
+            node = self.nodes[key]
+            if node.state == UpdateState.SUCCESS:
+                for dependent in sorted(self.graph.dependents[key]):
+                    waiting[dependent].discard(key)
+                    if (not waiting[dependent] and self.nodes[dependent].state == UpdateState.NOT_STARTED
+                            and not self.canceling):
+                        self._start(dependent, done)
+            else:
+                await self._fail_downstream(key)
+        state = overall_state([node.state for node in self.nodes.values()])
+        await self.on_finish(self.command_id, state)
+        return state
+
+    def _start(self, key: str, done: asyncio.Queue[str]) -> None:
+        self.running[key] = asyncio.create_task(self._execute(key, done), name=f"{self.command_id}:{key}")
+
+    async def _execute(self, key: str, done: asyncio.Queue[str]) -> None:
+        node = self.nodes[key]
+        change = node.change
+        try:
+            async with self.limits(change.namespace).dispatch():
+                if self.canceling:
+                    node.state = UpdateState.CANCELED
+                    return
+                if node.resume:
+                    self.steps.started.add(key)
+                outcome = await self.steps.run(change, node.data, resume=node.resume)
+            node.data.message = outcome.message or node.data.message
+            node.data.finished_at = utcnow().isoformat()
+            started = utcnow() if key not in self.steps.started else None
+            moved = await self.writer.finish(
+                outcome.resource, change.ksuid if outcome.delete else None,
+                UpdateStateWrite(self.command_id, change.ksuid, change.operation, outcome.state,
+                                 data=node.data.to_json(), start_ts=started))
+            node.state = outcome.state if moved else UpdateState.CANCELED
+        except Fenced:
+            node.state = UpdateState.CANCELED
+        except asyncio.CancelledError:
+            node.state = UpdateState.CANCELED
+            raise
+        except WriterClosed:
+            node.state = UpdateState.CANCELED  # the agent is stopping: the stored state resumes it later
+        except Exception as error:  # noqa: BLE001 - a bug in one change must not stop the others
+            log.exception("resource change %s of command %s failed unexpectedly", key, self.command_id)
+            node.data.message = f"internal error: {type(error).__name__}: {error}"
+            node.state = UpdateState.FAILED
+            try:
+                await self.save(change, UpdateState.FAILED, node.data)
+            except Exception:  # noqa: BLE001
+                log.exception("cannot store the failure of %s", key)
+        finally:
+            done.put_nowait(key)
+
+    async def _fail_downstream(self, key: str) -> None:
+        source = self.nodes[key].change
+        for dependent in sorted(self.graph.downstream(key)):
+            node = self.nodes[dependent]
+            if node.state != UpdateState.NOT_STARTED or dependent in self.running:
+                continue
+            node.state = UpdateState.FAILED
+            node.data.message = f"DependencyFailure: {source.handle} ({source.operation}) did not succeed"
+            if not await self.save(node.change, UpdateState.FAILED, node.data):
+                node.state = UpdateState.CANCELED
+
+    def cancel(self, *, force: bool) -> list[str]:
+        """Stops starting changes; ``force`` also abandons running ones. Returns the abandoned keys.
+
+        An abandoned change is not interrupted: the command ends without it (its update is already
+        Canceled in the datastore and stays so), but if its plugin call still completes, the resource it
+        made is recorded in the inventory, so the cloud never holds something svc does not know about.
+        """
+        self.canceling = True
+        for node in self.nodes.values():
+            if node.state == UpdateState.NOT_STARTED:
+                node.state = UpdateState.CANCELED
+        if not force:
+            return []
+        abandoned = sorted(self.running)
+        for key in abandoned:
+            task = self.running.pop(key)
+            self.detached.add(task)
+            task.add_done_callback(self.detached.discard)
+            self.nodes[key].state = UpdateState.CANCELED
+        self._wake.put_nowait("")
+        return abandoned

@@ -1,0 +1,114 @@
+"""The planner's output: plain data you can print, test and persist (a plan, then an apply)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+from svc.schema.model import Schema
+
+Json = dict[str, Any]
+ResourceOp = Literal["create", "update", "delete"]
+
+
+def compact_schema(schema: Schema) -> Json:
+    """The descriptor without default values: it is stored with every change and every resource version,
+    and readers (``Schema.model_validate``, the graph) fill the defaults back in."""
+    return schema.model_dump(mode="json", by_alias=True, exclude_defaults=True) | {"Identifier": schema.identifier}
+
+
+@dataclass
+class ResourceChange:
+    """One resource's part of a command. A replace is a ``delete`` and a ``create`` sharing ``group_id``."""
+
+    ksuid: str
+    operation: ResourceOp
+    type: str
+    label: str
+    stack: str
+    target: str
+    schema: Json
+    target_config: Json = field(default_factory=dict)
+    namespace: str = ""
+    desired: Json | None = None  # translated forma properties (secrets in plain text) for create/update
+    prior: Json | None = None  # stored properties (secrets hashed) for update/delete
+    prior_read_only: Json = field(default_factory=dict)
+    native_id: str | None = None
+    patch: list[Json] | None = None  # for display: secret values hashed
+    create_only_patch: list[Json] | None = None
+    old_label: str | None = None
+    old_stack: str | None = None
+    group_id: str | None = None
+    is_cascade: bool = False
+    cascade_source: str | None = None
+    managed: bool = True
+    alias: str | None = None
+    group: str | None = None
+    reason: str = ""
+    metadata_only: bool = False  # adopt or rename with no property change: no plugin call
+    exact: bool = False  # reconcile (ExactMatch) diff semantics at execution time
+
+    @property
+    def key(self) -> str:
+        return f"{self.ksuid}/{self.operation}"
+
+    @property
+    def handle(self) -> str:
+        return f"{self.stack}/{self.type}/{self.label}"
+
+    def to_json(self) -> Json:
+        # Shallow: the values are JSON already and never mutated in place (asdict's deep copy was a
+        # measurable share of submitting 10,000 changes).
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, document: Json) -> ResourceChange:
+        return cls(**document)
+
+
+@dataclass
+class TargetChange:
+    label: str
+    operation: Literal["create", "update", "replace", "delete"]
+    namespace: str
+    config: Json
+    config_schema: Json = field(default_factory=dict)
+    discoverable: bool = False
+    existing_config: Json | None = None
+
+    def to_json(self) -> Json:
+        return asdict(self)
+
+
+@dataclass
+class StackChange:
+    label: str
+    operation: Literal["create", "update"]
+    description: str = ""
+
+    def to_json(self) -> Json:
+        return asdict(self)
+
+
+@dataclass
+class Changeset:
+    command: Literal["apply", "destroy"]
+    mode: Literal["reconcile", "patch"]
+    resources: list[ResourceChange] = field(default_factory=list)
+    targets: list[TargetChange] = field(default_factory=list)
+    stacks: list[StackChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.resources or self.targets or self.stacks)
+
+    @property
+    def stack_labels(self) -> set[str]:
+        return {change.stack for change in self.resources} | {change.label for change in self.stacks}
+
+    def to_json(self) -> Json:
+        return {"command": self.command, "mode": self.mode,
+                "resources": [r.to_json() for r in self.resources],
+                "targets": [t.to_json() for t in self.targets], "stacks": [s.to_json() for s in self.stacks],
+                "warnings": list(self.warnings)}

@@ -1,0 +1,209 @@
+"""From stored and desired properties to the patch an update sends (engine.md §3.2–§3.3).
+
+Pure. The stored side is the last known cloud state with the user's envelopes (secrets hashed); the
+desired side is the translated forma (secrets in plain text). The hints decide what is compared:
+
+* ``SetOnce`` values keep what is stored; ``opaque`` values compare by hash (unchanged secrets are
+  never re-sent); ``format = "json"`` strings compare canonically;
+* ``writeOnly`` + ``createOnly`` fields are not compared (a Read never returns them);
+* ``requiredOnUpdate`` fields are always re-sent; ``hasProviderDefault`` fields the user omits take the
+  provider's value; fields outside the schema and empty strings are ignored;
+* ops on ``createOnly`` paths go to the create-only patch, which forces a replace.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from svc.engine import values
+from svc.engine.planner.patch import Op, create_patch
+from svc.schema.model import Schema
+
+Json = dict[str, Any]
+UNKNOWN = "(known after apply)"
+
+
+@dataclass(frozen=True)
+class Patch:
+    ops: list[Op] = field(default_factory=list)
+    create_only: list[Op] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.ops and not self.create_only
+
+
+def opaque_fields(schema: Schema) -> frozenset[str]:
+    return frozenset(key for key, hint in schema.hints.items() if hint.opaque and "." not in key)
+
+
+def keep_set_once(stored: Any, desired: Any) -> Any:
+    """Desired with every ``SetOnce`` value that is already set replaced by the stored one."""
+    if values.is_set_once(desired):
+        current = stored.get("$value") if isinstance(stored, dict) and "$value" in stored else stored
+        return stored if current is not None else desired
+    if isinstance(desired, dict) and isinstance(stored, dict) and not values.is_value(desired) \
+            and not values.is_ref(desired) and not values.is_embed(desired):
+        return {key: keep_set_once(stored.get(key), value) for key, value in desired.items()}
+    return desired
+
+
+def _unchanged_secret(stored: Any, desired: Any, schema_opaque: bool) -> bool:
+    if not isinstance(stored, dict) or not stored.get("$hashed"):
+        return False
+    if not (schema_opaque or values.is_opaque(desired)):
+        return False
+    if isinstance(desired, dict) and desired.get("$hashed"):
+        return desired.get("$value") == stored.get("$value")
+    raw = values.plain(desired)
+    return raw is not None and values.digest(raw) == stored.get("$value")
+
+
+def suppress_unchanged_secrets(stored: Json, desired: Json, opaque: frozenset[str]) -> Json:
+    """Desired with unchanged secrets replaced by their stored (hashed) form, so they compare equal."""
+
+    def walk(s: Any, d: Any, top: str | None) -> Any:
+        if _unchanged_secret(s, d, top is not None and top in opaque):
+            return s
+        if isinstance(d, dict) and isinstance(s, dict) and not any(
+                check(d) for check in (values.is_ref, values.is_value, values.is_embed)):
+            return {key: walk(s.get(key), value, None) for key, value in d.items()}
+        return d
+
+    return {key: walk(stored.get(key), value, key) for key, value in desired.items()}
+
+
+def canonical_json(text: Any) -> Any:
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    except (ValueError, TypeError):
+        return text
+
+
+def _strip_empty(value: Any) -> Any:
+    """Nested empty lists and objects removed (Pkl renders unset listings as ``[]``)."""
+    if isinstance(value, dict):
+        out = {k: _strip_empty(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_strip_empty(v) for v in value]
+    return value
+
+
+def _drop_leaf(items: Any, leaf: list[str]) -> None:
+    """Removes ``leaf`` (a dotted path under a list's elements) from every element, in place."""
+    if isinstance(items, list):
+        for item in items:
+            _drop_leaf(item, leaf)
+    elif isinstance(items, dict) and leaf:
+        if len(leaf) == 1:
+            items.pop(leaf[0], None)
+        else:
+            _drop_leaf(items.get(leaf[0]), leaf[1:])
+
+
+def _provider_defaults(actual: Json, desired: Json, schema: Schema) -> None:
+    for key, hint in schema.hints.items():
+        if not hint.has_provider_default:
+            continue
+        steps = key.split(".")
+        top = steps[0]
+        if len(steps) == 1:
+            if desired.get(top) is None:
+                actual.pop(top, None)
+            elif hint.update_method == "EntitySet" and hint.index_field and isinstance(actual.get(top), list):
+                wanted = {item.get(hint.index_field) for item in desired[top] if isinstance(item, dict)}
+                actual[top] = [item for item in actual[top]
+                               if not isinstance(item, dict) or item.get(hint.index_field) in wanted]
+            continue
+        if isinstance(actual.get(top), list) or isinstance(desired.get(top), list):
+            _drop_leaf(actual.get(top), steps[1:])
+            _drop_leaf(desired.get(top), steps[1:])
+        else:  # a nested object: the provider's value stands when the user omits it
+            parent_a, parent_d = actual, desired
+            for step in steps[:-1]:
+                parent_a = parent_a.get(step) if isinstance(parent_a, dict) else None
+                parent_d = parent_d.get(step) if isinstance(parent_d, dict) else None
+            if isinstance(parent_a, dict) and (not isinstance(parent_d, dict) or parent_d.get(steps[-1]) is None):
+                parent_a.pop(steps[-1], None)
+
+
+def is_create_only(path: str, schema: Schema) -> bool:
+    key = ".".join(step.replace("~1", "/").replace("~0", "~") for step in path.split("/")[1:]
+                   if not step.isdigit())
+    return any(hint.create_only and (key == name or key.startswith(name + "."))
+               for name, hint in schema.hints.items())
+
+
+def plain_sides(stored: Json, desired: Json, schema: Schema, *, resend: bool = True) -> tuple[Json, Json]:
+    """The two plain documents the differ compares, after every hint-driven adjustment; ``resend``
+    forces ``requiredOnUpdate`` fields (in plain text) into the patch."""
+    opaque = opaque_fields(schema)
+    desired = keep_set_once(stored, desired)
+    original = values.plain(desired, unresolved=UNKNOWN)
+    desired = suppress_unchanged_secrets(stored, desired, opaque)
+    actual = values.plain(stored)
+    wanted = values.plain(desired, unresolved=UNKNOWN)
+    if schema.fields:
+        wanted = {k: v for k, v in wanted.items() if k in schema.fields}
+    wanted = {k: v for k, v in wanted.items() if v != "" and v is not None}
+    for key, hint in schema.hints.items():
+        if "." in key:
+            continue
+        if hint.format == "json":
+            actual[key] = canonical_json(actual.get(key)) if key in actual else None
+            if key in wanted:
+                wanted[key] = canonical_json(wanted[key])
+        if hint.write_only and hint.create_only:
+            wanted.pop(key, None)
+        if resend and hint.required_on_update and original.get(key) not in (None, ""):
+            wanted[key] = original[key]
+            actual.pop(key, None)
+    actual = {k: v for k, v in actual.items() if v is not None}
+    _provider_defaults(actual, wanted, schema)
+    wanted = _strip_empty(wanted)
+    actual = {k: v for k, v in actual.items() if not (v in ({}, []) and k not in wanted)}
+    return _strip_empty(actual), wanted
+
+
+def generate_patch(stored: Json, desired: Json, schema: Schema, *, exact: bool) -> Patch:
+    """The update's patch; empty when nothing but re-sent ``requiredOnUpdate`` fields would change."""
+    if _ops(stored, desired, schema, exact=exact, resend=False) == []:
+        return Patch()
+    ops = _ops(stored, desired, schema, exact=exact, resend=True)
+    mutable = [op for op in ops if not is_create_only(op["path"], schema)]
+    create_only = [op for op in ops if is_create_only(op["path"], schema)]
+    return Patch(mutable, create_only)
+
+
+def _ops(stored: Json, desired: Json, schema: Schema, *, exact: bool, resend: bool) -> list[Op]:
+    actual, wanted = plain_sides(stored, desired, schema, resend=resend)
+    return [op for op in create_patch(actual, wanted, schema.hints, exact=exact)
+            if not (op["op"] == "add" and op.get("value") in ({}, []))]
+
+
+def mask_patch(ops: list[Op], desired: Json, schema: Schema) -> list[Op]:
+    """The patch as it may be stored or shown: values of secret paths replaced by their hashes."""
+    opaque = opaque_fields(schema)
+    masked: list[Op] = []
+    for op in ops:
+        top = op["path"].split("/")[1] if op["path"].count("/") else ""
+        if "value" in op and (top in opaque or _holds_secret(desired.get(top))):
+            masked.append({**op, "value": values.hashed_secret(op["value"])})
+        else:
+            masked.append(op)
+    return masked
+
+
+def _holds_secret(value: Any) -> bool:
+    if values.is_opaque(value):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_secret(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_secret(v) for v in value)
+    return False

@@ -1,0 +1,83 @@
+"""The planner's view of stored state: a snapshot the engine loads, indexed for matching."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from svc.datastore.records import ResourceVersion, StackRecord, TargetRecord
+from svc.engine import values
+
+UNMANAGED_STACK = "$unmanaged"
+
+
+@dataclass(frozen=True)
+class Modification:
+    """A resource version written since the stack's last reconcile (by sync, a patch, …)."""
+
+    stack: str
+    type: str
+    label: str
+    operation: str
+    ksuid: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"Stack": self.stack, "Type": self.type, "Label": self.label, "Operation": self.operation}
+
+
+@dataclass
+class Inventory:
+    resources: list[ResourceVersion] = field(default_factory=list)
+    targets: dict[str, TargetRecord] = field(default_factory=dict)
+    stacks: dict[str, StackRecord] = field(default_factory=dict)
+    modifications: dict[str, list[Modification]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_ksuid = {r.ksuid: r for r in self.resources}
+        self.by_triplet = {(r.stack, r.type, r.label): r for r in self.resources if r.managed}
+        self.unmanaged = {(r.type, r.label): r for r in self.resources if not r.managed}
+        self._dependents: dict[str, list[tuple[ResourceVersion, tuple[Any, ...]]]] | None = None
+
+    def in_stack(self, stack: str) -> list[ResourceVersion]:
+        return [r for r in self.resources if r.stack == stack and r.managed]
+
+    def on_target(self, target: str) -> list[ResourceVersion]:
+        return [r for r in self.resources if r.target == target and r.managed]
+
+    def stack_exists(self, stack: str) -> bool:
+        return stack in self.stacks or any(r.stack == stack for r in self.resources)
+
+    def dependents(self, ksuid: str) -> list[tuple[ResourceVersion, tuple[Any, ...]]]:
+        """Managed resources whose stored properties refer to ``ksuid``, with the referring path."""
+        if self._dependents is None:
+            index: dict[str, list[tuple[ResourceVersion, tuple[Any, ...]]]] = {}
+            for resource in self.resources:
+                if not resource.managed:
+                    continue
+                for path, ref in values.iter_refs(dict(resource.properties)):
+                    producer, _ = values.split_uri(ref["$ref"])
+                    index.setdefault(producer, []).append((resource, path))
+            self._dependents = index
+        return self._dependents.get(ksuid, [])
+
+    def value_of(self, uri: str) -> Any:
+        """A referenced property's stored value (plain), or KeyError when it is unknown or a secret."""
+        ksuid, path = values.split_uri(uri)
+        resource = self.by_ksuid.get(ksuid)
+        if resource is None:
+            raise KeyError(uri)
+        for document in (resource.read_only_properties, resource.properties):
+            try:
+                found = values.get_path(values.plain_known(dict(document)), path)
+            except KeyError:
+                continue
+            if found is values.UNRESOLVED or values.contains_unresolved(found):
+                raise KeyError(uri)
+            return found
+        raise KeyError(uri)
+
+
+def snapshot(resources: Iterable[ResourceVersion], targets: Iterable[TargetRecord],
+             stacks: Iterable[StackRecord]) -> Inventory:
+    return Inventory(list(resources), {t.label: t for t in targets}, {s.label: s for s in stacks})

@@ -1,0 +1,84 @@
+"""Refusals before planning: unknown types, targets, stacks and plugins; missing required fields."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from svc.engine import values
+from svc.engine.errors import (
+    InvalidForma,
+    RequiredFieldMissingOnCreate,
+    StackReferenceNotFound,
+    TargetReferenceNotFound,
+)
+from svc.engine.planner.inventory import Inventory
+from svc.forma.model import Forma, Resource
+from svc.schema.model import Schema
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What the running plugins provide: their namespaces and each resource type's descriptor."""
+
+    namespaces: frozenset[str] = frozenset()
+    types: Mapping[str, Schema] = field(default_factory=dict)
+
+    def namespace_of(self, resource_type: str) -> str:
+        return resource_type.split("::", 1)[0]
+
+
+def validate_forma(forma: Forma, inventory: Inventory, catalog: Catalog) -> None:
+    stacks = {stack.label for stack in forma.stacks}
+    targets = {target.label: target for target in forma.targets}
+    for target in forma.targets:
+        if target.namespace.upper() not in {n.upper() for n in catalog.namespaces}:
+            raise InvalidForma(f"target {target.label!r}: no enabled plugin serves namespace {target.namespace}; "
+                               f"enabled: {', '.join(sorted(catalog.namespaces)) or 'none'}",
+                               {"TargetLabel": target.label, "Namespace": target.namespace})
+        if target.config and _has_reference(target.config):
+            raise InvalidForma(f"target {target.label!r}: references in a target's config are not supported",
+                               {"TargetLabel": target.label})
+    for resource in forma.resources:
+        where = f"resource {resource.stack}/{resource.type}/{resource.label}"
+        if resource.type not in catalog.types:
+            namespace = catalog.namespace_of(resource.type)
+            known = "is not enabled" if namespace not in catalog.namespaces else "has no such type"
+            raise InvalidForma(f"{where}: unknown resource type {resource.type} (plugin {namespace} {known})",
+                               {"Type": resource.type, "Label": resource.label})
+        if resource.stack not in stacks and not inventory.stack_exists(resource.stack):
+            raise StackReferenceNotFound(f"{where}: stack {resource.stack!r} is neither in the forma nor stored",
+                                         {"StackLabel": resource.stack})
+        target = targets.get(resource.target)
+        namespace = target.namespace if target is not None else None
+        if target is None:
+            stored = inventory.targets.get(resource.target)
+            if stored is None:
+                raise TargetReferenceNotFound(f"{where}: target {resource.target!r} is neither in the forma nor "
+                                              "stored", {"TargetLabel": resource.target})
+            namespace = stored.namespace
+        if namespace is not None and namespace.upper() != catalog.namespace_of(resource.type).upper():
+            raise InvalidForma(f"{where}: target {resource.target!r} is a {namespace} target, not "
+                               f"{catalog.namespace_of(resource.type)}", {"TargetLabel": resource.target})
+
+
+def _has_reference(value: Any) -> bool:
+    if values.is_res(value) or values.is_ref(value):
+        return True
+    if isinstance(value, dict):
+        return any(_has_reference(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_reference(v) for v in value)
+    return False
+
+
+def check_required_on_create(resource: Resource, properties: dict[str, Any], schema: Schema) -> None:
+    missing = sorted(key for key, hint in schema.hints.items()
+                     if "." not in key and (hint.required_on_create or hint.required)
+                     and properties.get(key) in (None, "", [], {}))
+    if missing:
+        raise RequiredFieldMissingOnCreate(
+            f"resource {resource.stack}/{resource.type}/{resource.label}: missing required field(s) "
+            f"{', '.join(missing)}",
+            {"MissingFields": missing, "Stack": resource.stack, "Label": resource.label, "Type": resource.type})

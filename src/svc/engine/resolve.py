@@ -1,0 +1,83 @@
+"""Execution-time references: each ``$ref`` gets its producer's current value before the plugin call.
+
+The value comes from the producer's stored state, which the DAG guarantees is final for this command
+(its create or update finished and was stored first). A secret is stored only as a hash, so a reference
+to one is answered by a live Read of the producer (``read_live``). ``$json`` extracts a path from a
+JSON string value; a ``SetOnce`` reference that has a value keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from svc.datastore.records import ResourceVersion
+from svc.engine import values
+
+Json = dict[str, Any]
+LoadResource = Callable[[str], Awaitable[ResourceVersion | None]]
+ReadLive = Callable[[ResourceVersion], Awaitable[Json | None]]
+
+
+class ResolveError(Exception):
+    pass
+
+
+class Resolver:
+    def __init__(self, load: LoadResource, read_live: ReadLive) -> None:
+        self._load = load
+        self._read_live = read_live
+        self._live: dict[str, Json | None] = {}
+
+    async def value(self, uri: str) -> Any:
+        ksuid, path = values.split_uri(uri)
+        producer = await self._load(ksuid)
+        if producer is None:
+            raise ResolveError(f"could not resolve reference {uri!r}: the referenced resource does not exist")
+        for document in (producer.read_only_properties, producer.properties):
+            try:
+                found = values.get_path(values.plain_known(dict(document)), path)
+            except KeyError:
+                continue
+            if not values.contains_unresolved(found):
+                return found
+            break
+        if ksuid not in self._live:
+            self._live[ksuid] = await self._read_live(producer)
+        live = self._live[ksuid]
+        try:
+            return values.get_path(live or {}, path)
+        except KeyError:
+            raise ResolveError(f"could not resolve reference {uri!r}: {producer.stack}/{producer.type}/"
+                               f"{producer.label} has no property {path!r}") from None
+
+    async def resolve(self, properties: Json) -> Json:
+        """``properties`` with every reference's ``$value`` filled in."""
+        cache: dict[str, Any] = {}
+        for _, ref in values.iter_refs(properties):
+            uri = ref["$ref"]
+            if uri not in cache:
+                cache[uri] = await self.value(uri)
+
+        def convert(envelope: Json) -> Any:
+            if values.is_embed(envelope):
+                return {**envelope, "$parts": [convert(p) if values.is_ref(p) else p for p in envelope["$parts"]]}
+            if not values.is_ref(envelope):
+                return envelope
+            if values.is_set_once(envelope) and envelope.get("$value") is not None:
+                return envelope
+            value = cache[envelope["$ref"]]
+            if "$json" in envelope:
+                value = _json_path(value, str(envelope["$json"]), envelope["$ref"])
+            return {**envelope, "$value": value}
+
+        return values.map_envelopes(properties, convert)
+
+
+def _json_path(value: Any, path: str, uri: str) -> Any:
+    try:
+        document = json.loads(value) if isinstance(value, str) else value
+        return values.get_path(document, path.removeprefix("$.").removeprefix("$"))
+    except (ValueError, KeyError) as error:
+        raise ResolveError(f"could not resolve reference {uri!r}: no {path!r} in its JSON value") from error

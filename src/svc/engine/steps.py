@@ -1,0 +1,279 @@
+"""One resource change, executed: the plugin calls of a create, update or delete, and what is stored.
+
+Order of writes closes the crash windows: the attempt (token) is stored before a call; on success the
+resource state is stored before the update is marked done, so a later command never misses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from svc.datastore.interface import Datastore
+from svc.datastore.records import ResourceVersion, ResourceWrite, UpdateState
+from svc.engine import values
+from svc.engine.ledger import UpdateData
+from svc.engine.operations import Attempt, RetryPolicy, drive, read
+from svc.engine.planner.changeset import ResourceChange
+from svc.engine.planner.diff import generate_patch, opaque_fields
+from svc.engine.planner.patch import _same
+from svc.engine.resolve import ResolveError, Resolver
+from svc.engine.writer import BatchWriter
+from svc.plugins.runner import Call, PluginRunner
+from svc.plugins.sdk import ErrorCode, Progress, Status
+from svc.schema.model import Schema
+
+log = logging.getLogger("svc.engine")
+Json = dict[str, Any]
+
+
+class Fenced(Exception):
+    """The update was made terminal by someone else (a cancel): stop working on it."""
+
+
+@dataclass
+class Outcome:
+    """How a change ended, and the resource state to store with that end (in the same write batch,
+    resource first)."""
+
+    state: str
+    message: str = ""
+    resource: ResourceWrite | None = None
+    delete: bool = False
+
+
+def merge(user: Any, plugin: Any) -> Any:
+    """The provider's value in the user's structure (engine.md §3.8): envelopes kept with fresh values,
+    user-only keys kept (write-only fields survive a read-back)."""
+    if values.is_embed(user):
+        return user
+    if values.is_ref(user) or values.is_value(user):
+        if plugin is None or plugin == "":
+            return user
+        refreshed = {k: v for k, v in user.items() if k != "$hashed"}
+        refreshed["$value"] = plugin
+        return refreshed
+    if isinstance(user, dict) and isinstance(plugin, dict):
+        out = dict(plugin)
+        for key, value in user.items():
+            out[key] = merge(value, plugin[key]) if key in plugin else value
+        return out
+    if isinstance(user, list) and isinstance(plugin, list) and len(user) == len(plugin):
+        return [merge(u, p) for u, p in zip(user, plugin, strict=True)]
+    return user if plugin is None else plugin
+
+
+def _strip_empty(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {k: _strip_empty(v) for k, v in value.items() if v is not None}
+        return {k: v for k, v in out.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_strip_empty(v) for v in value]
+    return value
+
+
+class Steps:
+    """Executes changes of one command. ``save`` persists an update's state and data (fenced)."""
+
+    def __init__(self, command_id: str, store: Datastore, writer: BatchWriter, runners: dict[str, PluginRunner],
+                 policies: Callable[[str], RetryPolicy], save: Callable[..., Awaitable[bool]]) -> None:
+        self.command_id = command_id
+        self.store = store
+        self.writer = writer
+        self.started: set[str] = set()  # changes whose start is stored (the first save of an attempt)
+        self._background: set[asyncio.Task[bool]] = set()
+        self.runners = runners
+        self.policies = policies
+        self.save = save
+        self.resolver = Resolver(self._load, self._read_live)
+
+    def background(self, write: Awaitable[bool]) -> None:
+        """A write nobody waits for (it still commits before any later write of the same change)."""
+        task = asyncio.ensure_future(write)
+        self._background.add(task)
+        task.add_done_callback(lambda t: (self._background.discard(t), t.cancelled() or t.exception()))
+
+    # -- plumbing -----------------------------------------------------------------------------------------
+
+    def runner(self, namespace: str) -> PluginRunner:
+        for name, runner in self.runners.items():
+            if name.upper() == namespace.upper():
+                return runner
+        raise LookupError(f"no plugin serves namespace {namespace!r}")
+
+    async def _load(self, ksuid: str) -> ResourceVersion | None:
+        return await asyncio.to_thread(self.store.get_resource, ksuid)
+
+    async def _read_live(self, resource: ResourceVersion) -> Json | None:
+        target = await asyncio.to_thread(self.store.get_target, resource.target)
+        if target is None or resource.native_id is None:
+            return None
+        policy = self.policies(target.namespace)
+        result = await read(self.runner(target.namespace), Call(resource.type, dict(target.config),
+                            policy.call_timeout), resource.native_id, None, policy, not_found_ok=True)
+        return result.properties
+
+    def call(self, change: ResourceChange) -> Call:
+        return Call(change.type, dict(change.target_config), self.policies(change.namespace).call_timeout)
+
+    async def _record(self, change: ResourceChange, data: UpdateData, attempt: Attempt,
+                      progress: Progress | None) -> None:
+        data.attempt = attempt.to_json()
+        data.current_attempt = attempt.number
+        data.max_attempts = self.policies(change.namespace).max_attempts
+        if progress is not None:
+            data.progress = self._hashed_progress(change, progress)
+            data.message = progress.message
+        first = change.key not in self.started
+        self.started.add(change.key)
+        if progress is None and attempt.number == 1 and attempt.request_id is None:
+            # The first call's token is derived from the command, resource and operation, so a restarted
+            # agent re-sends the same token (which the plugin answers from its first call) whether or not
+            # this write landed: no need to wait for it before calling.
+            self.background(self.save(change, UpdateState.IN_PROGRESS, data.snapshot(), start=first))
+            return
+        if not await self.save(change, UpdateState.IN_PROGRESS, data, start=first):
+            raise Fenced()
+
+    @staticmethod
+    def _hashed_progress(change: ResourceChange, progress: Progress) -> Json:
+        document = progress.to_json()
+        if progress.properties is not None:
+            schema = Schema.model_validate(change.schema)
+            document["ResourceProperties"] = values.hash_secrets(progress.properties, opaque_fields(schema))
+        return document
+
+    def resource_write(self, change: ResourceChange, user: Json, returned: Json, native_id: str) -> ResourceWrite:
+        schema = Schema.model_validate(change.schema)
+        fields = set(schema.fields)
+        writable = {k: v for k, v in returned.items() if not fields or k in fields}
+        read_only = {k: v for k, v in returned.items() if fields and k not in fields}
+        properties = values.hash_secrets(merge(user, writable), opaque_fields(schema))
+        document = {"Schema": change.schema, "Alias": change.alias, "Group": change.group}
+        return ResourceWrite(type=change.type, label=change.label, stack=change.stack, target=change.target,
+                             properties=properties, managed=change.managed, native_id=native_id, ksuid=change.ksuid,
+                             read_only_properties=read_only, document={k: v for k, v in document.items() if v})
+
+    # -- the operations -----------------------------------------------------------------------------------
+
+    async def run(self, change: ResourceChange, data: UpdateData, *, resume: bool) -> Outcome:
+        try:
+            if change.operation == "create":
+                return await self.create(change, data, resume)
+            if change.operation == "update":
+                return await self.update(change, data, resume)
+            return await self.delete(change, data, resume)
+        except ResolveError as error:
+            return Outcome(UpdateState.FAILED, str(error))
+        except values.HashedValueError:
+            return Outcome(UpdateState.FAILED, "a secret is known only by its hash here; apply the forma again so "
+                                               "the secret itself is sent")
+
+    def _attempt(self, change: ResourceChange, data: UpdateData, op: str, resume: bool) -> tuple[Attempt, bool]:
+        if resume and data.attempt and data.attempt.get("op") == op:
+            return Attempt.from_json(data.attempt), True
+        return Attempt(op, f"{self.command_id}-{change.ksuid}-{op}"), False
+
+    async def create(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
+        resolved = await self.resolver.resolve(change.desired or {})
+        properties = _strip_empty(values.plain(resolved, guarded=True))
+        runner = self.runner(change.namespace)
+        attempt, resuming = self._attempt(change, data, "create", resume)
+
+        async def issue(call: Call) -> Progress:
+            return await runner.create(call, change.label, properties)
+
+        progress = await drive(runner, self.call(change), attempt, issue, self.policies(change.namespace),
+                               lambda a, p: self._record(change, data, a, p), resume=resuming)
+        if progress.status is not Status.SUCCESS:
+            return self._failed(data, progress)
+        returned = progress.properties
+        if returned is None:
+            found = await read(runner, self.call(change), progress.native_id, None, self.policies(change.namespace),
+                               not_found_ok=False)
+            returned = found.properties or {}
+        return Outcome(UpdateState.SUCCESS, progress.message,
+                       resource=self.resource_write(change, resolved, returned, progress.native_id))
+
+    async def update(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
+        schema = Schema.model_validate(change.schema)
+        prior = change.prior or {}
+        if change.metadata_only:
+            return Outcome(UpdateState.SUCCESS, "renamed" if change.old_label else "brought under management",
+                           resource=self.resource_write(change, prior, values.plain(prior), change.native_id or ""))
+        runner = self.runner(change.namespace)
+        policy = self.policies(change.namespace)
+        attempt, resuming = self._attempt(change, data, "update", resume)
+        if not resuming:
+            found = await read(runner, self.call(change), change.native_id or "", values.redact(
+                prior, opaque_fields(schema)), policy, not_found_ok=False)
+            if found.error_code is not None:
+                return Outcome(UpdateState.FAILED, found.message or str(found.error_code))
+            observed = found.properties or {}
+            if self._changed_out_of_band(change, schema, observed):
+                return Outcome(UpdateState.REJECTED, "the resource changed outside svc since it was planned; its "
+                                                     "current state is now stored: apply again to plan against it",
+                               resource=self.resource_write(change, prior, observed, change.native_id or ""))
+        resolved = await self.resolver.resolve(change.desired or {})
+        patch = generate_patch(prior, resolved, schema, exact=change.exact)
+        if patch.create_only:
+            return Outcome(UpdateState.FAILED, "a create-only field would change once references are resolved ("
+                                               + ", ".join(op["path"] for op in patch.create_only)
+                                               + "); apply again to replace the resource")
+        if not patch.ops:
+            return Outcome(UpdateState.SUCCESS, "nothing to change once references were resolved",
+                           resource=self.resource_write(change, resolved, values.plain(prior), change.native_id or ""))
+        desired_plain = _strip_empty(values.plain(resolved, guarded=True))
+        prior_plain = values.redact(prior, opaque_fields(schema))
+
+        async def issue(call: Call) -> Progress:
+            return await runner.update(call, change.native_id or "", prior_plain, desired_plain, patch.ops)
+
+        progress = await drive(runner, self.call(change), attempt, issue, policy,
+                               lambda a, p: self._record(change, data, a, p), resume=resuming)
+        if progress.status is not Status.SUCCESS:
+            return self._failed(data, progress)
+        returned = progress.properties
+        if returned is None:
+            returned = (await read(runner, self.call(change), change.native_id or "", None, policy,
+                                   not_found_ok=False)).properties or {}
+        return Outcome(UpdateState.SUCCESS, progress.message, resource=self.resource_write(
+            change, resolved, returned, progress.native_id or change.native_id or ""))
+
+    def _changed_out_of_band(self, change: ResourceChange, schema: Schema, observed: Json) -> bool:
+        fields = set(schema.fields)
+        writable = {k: v for k, v in observed.items() if not fields or k in fields}
+        read_only = {k: v for k, v in observed.items() if fields and k not in fields}
+        prior = change.prior or {}
+        merged = values.hash_secrets(merge(prior, writable), opaque_fields(schema))
+        return not (_same(values.plain(merged), values.plain(prior)) and _same(read_only, change.prior_read_only))
+
+    async def delete(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
+        runner = self.runner(change.namespace)
+        policy = self.policies(change.namespace)
+        attempt, resuming = self._attempt(change, data, "delete", resume)
+        if not resuming and change.native_id:
+            found = await read(runner, self.call(change), change.native_id, None, policy, not_found_ok=True)
+            if found.error_code is ErrorCode.NOT_FOUND:
+                return Outcome(UpdateState.SUCCESS, "already gone", delete=True)
+            if found.error_code is not None:
+                return Outcome(UpdateState.FAILED, found.message or str(found.error_code))
+        if change.native_id:
+            async def issue(call: Call) -> Progress:
+                return await runner.delete(call, change.native_id or "")
+
+            progress = await drive(runner, self.call(change), attempt, issue, policy,
+                                   lambda a, p: self._record(change, data, a, p), resume=resuming)
+            if progress.status is not Status.SUCCESS:
+                return self._failed(data, progress)
+        return Outcome(UpdateState.SUCCESS, delete=True)
+
+    @staticmethod
+    def _failed(data: UpdateData, progress: Progress) -> Outcome:
+        code = progress.error_code or ErrorCode.UNFORESEEN_ERROR
+        message = f"{code}: {progress.message}" if progress.message else str(code)
+        data.message = message
+        return Outcome(UpdateState.FAILED, message)

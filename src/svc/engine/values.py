@@ -1,0 +1,276 @@
+"""Property envelopes: references, values, templates and secrets, and their plain (plugin) form.
+
+The user's structure is kept in stored state: ``{"$ref": "svc://<ksuid>#/<path>", "$value": v}``
+references, ``{"$value": v, "$visibility", "$strategy"}`` values, ``{"$embed": true, "$parts": [...]}``
+templates (text and reference parts). Plugins see only plain JSON (``plain``). Secrets (opaque values)
+are stored as ``{"$value": sha256, "$visibility": "Opaque", "$hashed": true}`` (``hash_secrets``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+Json = dict[str, Any]
+URI_SCHEME = "svc://"
+SPAN_START, SPAN_END = "\u001e", "\u001f"
+REDACTED = {"$opaque": "redacted"}
+
+
+class HashedValueError(ValueError):
+    """A stored secret hash would reach a plugin as if it were the secret."""
+
+
+def is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and "$ref" in value
+
+
+def is_res(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("$res") is True
+
+
+def is_embed(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("$embed") is True
+
+
+def is_value(value: Any) -> bool:
+    """A ``$value`` envelope that is not a reference."""
+    return isinstance(value, dict) and "$value" in value and "$ref" not in value
+
+
+def is_opaque(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("$visibility") == "Opaque"
+
+
+def is_set_once(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("$strategy") == "SetOnce"
+
+
+def resource_uri(ksuid: str, path: str) -> str:
+    return f"{URI_SCHEME}{ksuid}#/{path}"
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """``svc://<ksuid>#/<path>`` → (ksuid, path)."""
+    body = uri.removeprefix(URI_SCHEME)
+    ksuid, _, path = body.partition("#/")
+    return ksuid, path
+
+
+def digest(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- templates ---------------------------------------------------------------------------------------------
+
+_SPAN = re.compile(f"{SPAN_START}([^{SPAN_END}]*){SPAN_END}")
+
+
+def parse_template(template: str) -> list[Any]:
+    """``"a \\x1e<base64 envelope>\\x1f b"`` → ``["a ", {envelope}, " b"]``; raises ValueError on stray marks."""
+    parts: list[Any] = []
+    position = 0
+    for match in _SPAN.finditer(template):
+        if match.start() > position:
+            parts.append(template[position:match.start()])
+        try:
+            envelope = json.loads(base64.b64decode(match.group(1), validate=True))
+        except (ValueError, json.JSONDecodeError) as error:
+            raise ValueError("a template span is not a base64 JSON reference") from error
+        if not isinstance(envelope, dict):
+            raise ValueError("a template span is not a reference")
+        parts.append(envelope)
+        position = match.end()
+    rest = template[position:]
+    if SPAN_START in rest or SPAN_END in rest:
+        raise ValueError("a template has an unterminated reference span")
+    if rest:
+        parts.append(rest)
+    return parts
+
+
+def assemble(embed: Json) -> str | None:
+    """The template's string once every reference part has a value; None while any is unresolved."""
+    out: list[str] = []
+    for part in embed.get("$parts", []):
+        if isinstance(part, str):
+            out.append(part)
+        elif "$value" in part and part["$value"] is not None:
+            out.append(part["$value"] if isinstance(part["$value"], str) else json.dumps(part["$value"]))
+        else:
+            return None
+    return "".join(out)
+
+
+# -- walking -----------------------------------------------------------------------------------------------
+
+def iter_refs(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Json]]:
+    """Every ``$ref`` envelope (templates included) with the property path that holds it."""
+    if is_ref(value):
+        yield path, value
+    elif is_embed(value):
+        for part in value.get("$parts", []):
+            if is_ref(part):
+                yield path, part
+    elif is_value(value):
+        return
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from iter_refs(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from iter_refs(item, (*path, index))
+
+
+def ref_uris(properties: Json) -> list[str]:
+    return sorted({ref["$ref"] for _, ref in iter_refs(properties)})
+
+
+def hint_key(path: tuple[Any, ...]) -> str:
+    """The schema hint key of a property path: dotted, without list indices."""
+    return ".".join(str(step) for step in path if not isinstance(step, int))
+
+
+def map_envelopes(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """Rebuilds ``value`` with ``convert`` applied to every envelope (refs, values, templates)."""
+    if is_ref(value) or is_value(value) or is_embed(value) or is_res(value):
+        return convert(value)
+    if isinstance(value, dict):
+        return {key: map_envelopes(item, convert) for key, item in value.items()}
+    if isinstance(value, list):
+        return [map_envelopes(item, convert) for item in value]
+    return value
+
+
+# -- plain form --------------------------------------------------------------------------------------------
+
+UNRESOLVED = object()
+
+
+def plain(value: Any, *, guarded: bool = False, unresolved: Any = None) -> Any:
+    """What a plugin sees: envelopes replaced by their values, templates assembled.
+
+    ``guarded`` (what is written to a provider) refuses stored secret hashes; ``unresolved`` stands for a
+    reference without a value yet.
+    """
+
+    def convert(envelope: Json) -> Any:
+        if guarded and envelope.get("$hashed"):
+            raise HashedValueError("a stored secret hash cannot be written to the provider")
+        if is_embed(envelope):
+            text = assemble(envelope)
+            return unresolved if text is None else text
+        if is_ref(envelope):
+            return envelope.get("$value", unresolved) if envelope.get("$value") is not None else unresolved
+        if is_res(envelope):
+            return unresolved
+        return envelope.get("$value")
+
+    return map_envelopes(value, convert)
+
+
+def plain_known(value: Any) -> Any:
+    """``plain`` with secrets (hashes) and unresolved references as ``UNRESOLVED``: values the planner
+    may not use as if known."""
+
+    def convert(envelope: Json) -> Any:
+        if envelope.get("$hashed") or is_opaque(envelope) or is_res(envelope):
+            return UNRESOLVED
+        if is_embed(envelope):
+            text = assemble(envelope)
+            return UNRESOLVED if text is None else text
+        found = envelope.get("$value")
+        return UNRESOLVED if found is None else found
+
+    return map_envelopes(value, convert)
+
+
+def contains_unresolved(value: Any) -> bool:
+    if value is UNRESOLVED:
+        return True
+    if isinstance(value, dict):
+        return any(contains_unresolved(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_unresolved(v) for v in value)
+    return False
+
+
+def get_path(document: Any, path: str) -> Any:
+    """A dotted path (``Tags.0.Key``; ``\\.`` escapes a dot) into a plain document; KeyError if absent."""
+    current = document
+    for step in re.split(r"(?<!\\)\.", path):
+        step = step.replace("\\.", ".")
+        if isinstance(current, list) and step.isdigit() and int(step) < len(current):
+            current = current[int(step)]
+        elif isinstance(current, dict) and step in current:
+            current = current[step]
+        else:
+            raise KeyError(path)
+    return current
+
+
+# -- secrets -----------------------------------------------------------------------------------------------
+
+def hashed_secret(envelope_or_value: Any) -> Json:
+    """The at-rest form of a secret (never hashed twice)."""
+    if isinstance(envelope_or_value, dict) and envelope_or_value.get("$hashed"):
+        return dict(envelope_or_value)
+    if is_value(envelope_or_value) or is_ref(envelope_or_value):
+        stored = {k: v for k, v in envelope_or_value.items() if k != "$value"}
+        if envelope_or_value.get("$value") is not None:
+            stored["$value"] = digest(envelope_or_value["$value"])
+            stored["$hashed"] = True
+        stored["$visibility"] = "Opaque"
+        return stored
+    return {"$value": digest(envelope_or_value), "$visibility": "Opaque", "$hashed": True}
+
+
+def hash_secrets(properties: Json, opaque_fields: frozenset[str] | set[str]) -> Json:
+    """Properties as they may be stored: schema-opaque top-level fields and Opaque envelopes hashed."""
+
+    def walk(value: Any, top: str | None) -> Any:
+        if is_opaque(value) or (top is not None and top in opaque_fields and value is not None
+                                and not is_embed(value)):
+            return hashed_secret(value)
+        if is_embed(value):
+            return {**value, "$parts": [hashed_secret(p) if is_opaque(p) else p for p in value.get("$parts", [])]}
+        if is_ref(value) or is_value(value):
+            return value
+        if isinstance(value, dict):
+            return {key: walk(item, None) for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item, None) for item in value]
+        return value
+
+    return {key: walk(value, key) for key, value in properties.items()}
+
+
+def redact(properties: Json, opaque_fields: frozenset[str] | set[str]) -> Json:
+    """Plain prior properties for a plugin: secrets replaced by a sentinel (they are only hashes)."""
+
+    def walk(value: Any, top: str | None) -> Any:
+        if (is_opaque(value) or (isinstance(value, dict) and value.get("$hashed"))
+                or (top is not None and top in opaque_fields and value is not None)):
+            return dict(REDACTED)
+        if is_ref(value) or is_value(value) or is_embed(value):
+            return plain(value)
+        if isinstance(value, dict):
+            return {key: walk(item, None) for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item, None) for item in value]
+        return value
+
+    return {key: walk(value, key) for key, value in properties.items()}
+
+
+def contains_hash(value: Any) -> bool:
+    if isinstance(value, dict):
+        return bool(value.get("$hashed")) or any(contains_hash(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_hash(v) for v in value)
+    return False

@@ -1,0 +1,84 @@
+"""Commands as the API shows them (``svc.api.wire``), from stored records or from a plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from svc.api import wire
+from svc.datastore.records import CommandRecord, ResourceUpdateRecord, UpdateState
+from svc.engine import values
+from svc.engine.ledger import UpdateData
+from svc.engine.planner.changeset import Changeset, ResourceChange
+from svc.engine.planner.diff import opaque_fields
+from svc.schema.model import Schema
+
+Json = dict[str, Any]
+
+
+def _shown(properties: Json | None, change: ResourceChange) -> Json | None:
+    """Properties as they may be shown: secrets hashed."""
+    if properties is None:
+        return None
+    schema = Schema.model_validate(change.schema) if change.schema else None
+    return values.hash_secrets(properties, opaque_fields(schema) if schema else frozenset())
+
+
+def _change_view(change: ResourceChange, state: str, **extra: Any) -> wire.ResourceUpdateView:
+    desired = _shown(change.desired, change)
+    return wire.ResourceUpdateView(
+        ResourceId=change.ksuid, ResourceType=change.type, ResourceLabel=change.label, OldLabel=change.old_label,
+        StackName=change.stack, OldStackName=change.old_stack, Operation=change.operation,
+        PatchDocument=change.patch, CreateOnlyPatch=change.create_only_patch, State=state,  # type: ignore[arg-type]
+        Properties=desired if change.operation != "delete" else None,
+        OldProperties=change.prior if change.operation != "create" else None,
+        GroupId=change.group_id, NativeId=change.native_id, IsCascade=change.is_cascade or None,
+        CascadeSource=change.cascade_source, StateMessage=change.reason or None, **extra)
+
+
+def update_view(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
+    data = UpdateData.from_json(dict(record.data))
+    change = ResourceChange.from_json(dict(data.change))
+    failed = record.state in (UpdateState.FAILED, UpdateState.REJECTED)
+    duration = None
+    if record.start_ts is not None and data.finished_at:
+        duration = int((datetime.fromisoformat(data.finished_at) - record.start_ts).total_seconds() * 1000)
+    native_id = change.native_id or (data.attempt or {}).get("native_id") or None
+    view = _change_view(change, record.state, StartedAt=record.start_ts, Duration=duration,
+                        CurrentAttempt=data.current_attempt, MaxAttempts=data.max_attempts,
+                        ErrorMessage=data.message if failed and data.message else None)
+    view.NativeId = native_id
+    if data.message and not failed:
+        view.StateMessage = data.message
+    return view
+
+
+def command_view(command: CommandRecord, updates: Iterable[ResourceUpdateRecord]) -> wire.CommandView:
+    data = dict(command.data)
+    return wire.CommandView(
+        CommandId=command.id, Command=command.command, Mode=command.mode, Source=command.source,  # type: ignore
+        Subject=command.subject, SubjectName=command.subject_name, State=command.state,  # type: ignore[arg-type]
+        StartTs=command.start_ts, EndTs=command.end_ts,
+        ResourceUpdates=[update_view(u) for u in sorted(updates, key=lambda u: (u.stack_label, u.resource_type,
+                                                                                 u.resource_label, u.operation))],
+        TargetUpdates=[_target_view(t, "Success") for t in data.get("targets", [])] or None,
+        StackUpdates=[wire.StackUpdateView(StackLabel=s["label"], Operation=s["operation"], State="Success",
+                                           Description=s.get("description", "")) for s in data.get("stacks", [])]
+        or None)
+
+
+def _target_view(target: Json, state: str) -> wire.TargetUpdateView:
+    operation = target["operation"]
+    return wire.TargetUpdateView(TargetLabel=target["label"], Operation=operation, State=state,  # type: ignore
+                                 Discoverable=target.get("discoverable", False),
+                                 ExistingConfig=target.get("existing_config"), DesiredConfig=target.get("config"))
+
+
+def plan_view(command_id: str, changeset: Changeset, *, client_id: str) -> wire.CommandView:
+    return wire.CommandView(
+        CommandId=command_id, Command=changeset.command, Mode=changeset.mode, Source="user", State="NotStarted",
+        ResourceUpdates=[_change_view(c, "NotStarted") for c in changeset.resources],
+        TargetUpdates=[_target_view(t.to_json(), "NotStarted") for t in changeset.targets] or None,
+        StackUpdates=[wire.StackUpdateView(StackLabel=s.label, Operation=s.operation, State="NotStarted",
+                                           Description=s.description) for s in changeset.stacks] or None)

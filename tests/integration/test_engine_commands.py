@@ -1,0 +1,364 @@
+"""The Engine in process, on a real datastore (SQLite and PostgreSQL), driving the FAKE plugin.
+
+Each test runs one scenario in one event loop: submit commands, wait for them, and compare what the
+engine reports and stores with what the FAKE cloud holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from svc_plugin_fake import FakeCloud
+
+from support.engine import fake_forma, item, make_engine, res, resource
+from svc.datastore import Datastore
+from svc.engine import errors
+from svc.engine.engine import Engine
+from svc.engine.service import ApplyRequest, Caller, DestroyRequest
+
+CALLER = Caller("client-1")
+TIMEOUT = 60
+
+
+@dataclass
+class Env:
+    datastore: Datastore
+    tmp_path: Path
+
+    @property
+    def cloud_path(self) -> Path:
+        return self.tmp_path / "cloud.db"
+
+    @property
+    def cloud(self) -> FakeCloud:
+        return FakeCloud(self.cloud_path)
+
+    def forma(self, *resources, **kwargs):
+        return fake_forma(self.cloud_path, list(resources), **kwargs)
+
+    def run(self, scenario: Callable[[Engine], Awaitable[None]]) -> None:
+        async def main() -> None:
+            engine = make_engine(self.datastore, self.tmp_path / "engine.key")
+            await engine.start()
+            try:
+                await scenario(engine)
+            finally:
+                await engine.stop()
+
+        asyncio.run(main())
+
+
+# The embedded default and PostgreSQL (the Data API backend speaks PostgreSQL's dialect and has its own
+# contract tests).
+pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite", "postgres"], indirect=True)
+
+
+@pytest.fixture
+def env(datastore: Datastore, tmp_path: Path) -> Env:
+    return Env(datastore, tmp_path)
+
+
+async def applied(engine: Engine, forma, mode="reconcile", **kwargs):
+    response = await engine.apply(ApplyRequest(forma, mode, **kwargs), CALLER)
+    assert response.Simulation.ChangesRequired
+    return await engine.wait(response.CommandId, TIMEOUT)
+
+
+def by_label(view) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for update in view.ResourceUpdates:
+        out.setdefault(update.ResourceLabel, []).append(update)
+    return out
+
+
+def network_forma(env: Env, cidr: str = "10.0.0.0/16", **extra):
+    net_ref = res("net", "FAKE::Net::Network", "NetworkId")
+    return env.forma(
+        resource("net", "FAKE::Net::Network", {"Cidr": cidr, "Tags": [{"Key": "Name", "Value": "net"}]}),
+        resource("sub", "FAKE::Net::Subnet", {"NetworkId": net_ref, "Cidr": "10.0.1.0/24"}),
+        resource("gw", "FAKE::Net::Gateway", {"NetworkId": net_ref, "Name": "gw"}),
+        resource("srv", "FAKE::Compute::Server", {"SubnetId": res("sub", "FAKE::Net::Subnet", "SubnetId"),
+                                                  "GatewayId": res("gw", "FAKE::Net::Gateway", "GatewayId"),
+                                                  "Image": "img-1", "Size": extra.get("size", "small")}))
+
+
+def test_creates_in_dependency_order_and_resolves_references(env: Env):
+    async def scenario(engine: Engine) -> None:
+        view = await applied(engine, network_forma(env))
+        assert view.State == "Success", [(u.ResourceLabel, u.ErrorMessage) for u in view.ResourceUpdates]
+        order = [call["type"].split("::")[-1] for call in env.cloud.calls("create")]
+        assert order.index("Network") < order.index("Subnet") < order.index("Gateway") < order.index("Server")
+        cloud = env.cloud.resources()
+        network = next(i for i, r in cloud.items() if r["type"] == "FAKE::Net::Network")
+        subnet = next(r for r in cloud.values() if r["type"] == "FAKE::Net::Subnet")
+        server = next(r for r in cloud.values() if r["type"] == "FAKE::Compute::Server")
+        assert subnet["properties"]["NetworkId"] == network
+        assert server["properties"]["SubnetId"] == subnet["properties"]["SubnetId"]
+        stored = {r.label: r for r in env.datastore.list_resources().items}
+        assert {r.native_id for r in stored.values()} == set(cloud)
+        assert stored["sub"].properties["NetworkId"]["$value"] == network
+
+    env.run(scenario)
+
+
+def test_update_in_place_then_no_op(env: Env):
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1")))
+        [native_id] = env.cloud.resources()
+        view = await applied(engine, env.forma(item("a", "2")))
+        [update] = view.ResourceUpdates
+        assert (update.Operation, update.State) == ("update", "Success")
+        assert update.PatchDocument == [{"op": "replace", "path": "/Value", "value": "2"}]
+        assert env.cloud.get(native_id)["properties"]["Value"] == "2"
+        again = await engine.apply(ApplyRequest(env.forma(item("a", "2")), "reconcile"), CALLER)
+        assert again.Simulation.ChangesRequired is False
+
+    env.run(scenario)
+
+
+def test_replace_on_create_only_change(env: Env):
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1", token="t1"), item("b", "x", ref="a")))
+        old = {r["properties"]["Token"] if "Token" in r["properties"] else "b": i for i, r in env.cloud.resources().items()}
+        view = await applied(engine, env.forma(item("a", "1", token="t2"), item("b", "x", ref="a")))
+        assert view.State == "Success"
+        ops = sorted((u.ResourceLabel, u.Operation) for u in view.ResourceUpdates)
+        assert ops == [("a", "create"), ("a", "delete"), ("b", "update")]
+        delete = next(u for u in view.ResourceUpdates if u.Operation == "delete")
+        assert delete.CreateOnlyPatch == [{"op": "replace", "path": "/Token", "value": "t2"}] and delete.GroupId
+        cloud = env.cloud.resources()
+        new_a = next(i for i, r in cloud.items() if r["properties"].get("Token") == "t2")
+        assert old["t1"] not in cloud and len(cloud) == 2
+        assert cloud[old["b"]]["properties"]["Ref"] == new_a
+
+    env.run(scenario)
+
+
+def test_reconcile_deletes_what_the_forma_dropped_patch_does_not(env: Env):
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1"), item("b", "2")))
+        patch = await engine.apply(ApplyRequest(env.forma(item("a", "1")), "patch"), CALLER)
+        assert patch.Simulation.ChangesRequired is False and len(env.cloud.resources()) == 2
+        view = await applied(engine, env.forma(item("a", "1")))
+        assert [(u.ResourceLabel, u.Operation, u.State) for u in view.ResourceUpdates] == [("b", "delete", "Success")]
+        assert [r["properties"]["Value"] for r in env.cloud.resources().values()] == ["1"]
+
+    env.run(scenario)
+
+
+def test_simulate_changes_nothing(env: Env):
+    async def scenario(engine: Engine) -> None:
+        response = await engine.apply(ApplyRequest(env.forma(item("a", "1")), "reconcile", simulate=True), CALLER)
+        assert response.Simulation.ChangesRequired
+        assert [u.Operation for u in response.Simulation.Command.ResourceUpdates] == ["create"]
+        assert await engine.command(response.CommandId) is None
+        assert env.cloud.resources() == {} and env.datastore.list_resources().items == ()
+        assert env.datastore.list_commands(sources=None).items == ()
+
+    env.run(scenario)
+
+
+def test_reconcile_refused_after_out_of_band_change_then_forced(env: Env):
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1"), item("b", "2")))
+        native_a = next(i for i, r in env.cloud.resources().items() if r["properties"]["Value"] == "1")
+        env.cloud.set_property(native_a, "Value", "changed-by-hand")
+        assert await engine.synchronize() is not None
+        with pytest.raises(errors.ReconcileRejected) as raised:
+            await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "3")), "reconcile"), CALLER)
+        assert raised.value.data["ModifiedStacks"]["app"]["ModifiedResources"][0]["Label"] == "a"
+        view = await applied(engine, env.forma(item("a", "1"), item("b", "3")), force=True)
+        assert view.State == "Success"
+        assert env.cloud.get(native_a)["properties"]["Value"] == "1"
+
+    env.run(scenario)
+
+
+def test_update_rejected_when_the_cloud_changed_since_planning(env: Env):
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1")))
+        [native_a] = env.cloud.resources()
+        env.cloud.set_property(native_a, "Value", "oob")
+        view = await applied(engine, env.forma(item("a", "2")), mode="patch")
+        [update] = view.ResourceUpdates
+        assert (update.State, view.State) == ("Rejected", "Failed") and "outside svc" in update.ErrorMessage
+        assert env.datastore.list_resources().items[0].properties["Value"] == "oob"
+        assert env.cloud.get(native_a)["properties"]["Value"] == "oob"
+
+    env.run(scenario)
+
+
+def test_throttling_is_retried_then_succeeds(env: Env):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("throttle", {"remaining": 2, "ops": ["create"]})
+        view = await applied(engine, env.forma(item("a", "1")))
+        [update] = view.ResourceUpdates
+        assert (update.State, update.CurrentAttempt) == ("Success", 3)
+        assert len(env.cloud.resources()) == 1 and env.cloud.knobs()["throttle"]["remaining"] == 0
+
+    env.run(scenario)
+
+
+def test_in_progress_answers_are_polled(env: Env):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("in_progress", {"polls": 3, "ops": ["create"]})
+        view = await applied(engine, env.forma(item("a", "1")))
+        assert view.State == "Success" and len(env.cloud.resources()) == 1
+        assert view.ResourceUpdates[0].NativeId in env.cloud.resources()
+
+    env.run(scenario)
+
+
+def test_hard_failure_fails_dependents_without_running_them(env: Env):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("fail", {"code": "AccessDenied", "ops": ["create"], "labels": ["a"]})
+        view = await applied(engine, env.forma(item("a", "1"), item("b", "2", ref="a"), item("c", "3")))
+        states = {u.ResourceLabel: (u.State, u.ErrorMessage or "") for u in view.ResourceUpdates}
+        assert view.State == "Failed"
+        assert states["a"][0] == "Failed" and "AccessDenied" in states["a"][1]
+        assert states["b"][0] == "Failed" and "DependencyFailure" in states["b"][1]
+        assert states["c"][0] == "Success"
+        assert [c["subject"] for c in env.cloud.calls("create")] == ["c"]
+
+    env.run(scenario)
+
+
+async def _until(predicate: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def test_graceful_cancel_lets_running_finish_and_cancels_the_rest(env: Env):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("hang", {"ops": ["create"], "labels": ["a"]})
+        response = await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
+                                      CALLER)
+        await _until(lambda: any(u.state == "InProgress"
+                                 for u in env.datastore.get_resource_updates(response.CommandId).items))
+        canceled = await engine.cancel("", CALLER, force=False)
+        assert canceled.CommandIds == [response.CommandId] and not canceled.Forced
+        env.cloud.clear_knobs()
+        view = await engine.wait(response.CommandId, TIMEOUT)
+        states = {u.ResourceLabel: u.State for u in view.ResourceUpdates}
+        assert states == {"a": "Success", "b": "Canceled"} and view.State == "Canceled"
+        assert len(env.cloud.resources()) == 1
+
+    env.run(scenario)
+
+
+def test_force_cancel_is_terminal_at_once_and_lists_abandoned(env: Env):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("hang", {"ops": ["create"], "labels": ["a"]})
+        response = await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
+                                      CALLER)
+        await _until(lambda: any(u.state == "InProgress"
+                                 for u in env.datastore.get_resource_updates(response.CommandId).items))
+        canceled = await engine.cancel(f"id:{response.CommandId}", CALLER, force=True)
+        assert canceled.Forced
+        abandoned = [uri for uri, s in canceled.ResourceUpdateStates.items() if s.ForceCanceled]
+        assert len(abandoned) == 1
+        view = await engine.command(response.CommandId)
+        assert view.State == "Canceled" and {u.State for u in view.ResourceUpdates} == {"Canceled"}
+        env.cloud.clear_knobs()
+        await engine.wait(response.CommandId, TIMEOUT)
+        assert (await engine.command(response.CommandId)).State == "Canceled"
+        assert await engine.cancel("", CALLER, force=True) is None
+        # The abandoned create still completed in the cloud: it is recorded, not orphaned.
+        await _until(lambda: len(env.datastore.list_resources().items) == 1)
+        assert {r.native_id for r in env.datastore.list_resources().items} == set(env.cloud.resources())
+        view = await engine.command(response.CommandId)
+        assert view.State == "Canceled" and {u.State for u in view.ResourceUpdates} == {"Canceled"}
+
+    env.run(scenario)
+
+
+def test_destroy_by_forma_and_by_query(env: Env):
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1"), item("b", "2")))
+        response = await engine.destroy(DestroyRequest(forma=env.forma(item("a", "1"))), CALLER)
+        view = await engine.wait(response.CommandId, TIMEOUT)
+        assert [(u.ResourceLabel, u.Operation, u.State) for u in view.ResourceUpdates] == [("a", "delete", "Success")]
+        assert [r["properties"]["Value"] for r in env.cloud.resources().values()] == ["2"]
+        response = await engine.destroy(DestroyRequest(query="label:b"), CALLER)
+        view = await engine.wait(response.CommandId, TIMEOUT)
+        assert view.State == "Success" and env.cloud.resources() == {}
+        assert env.datastore.list_resources().items == () and env.datastore.get_stack("app") is None
+
+    env.run(scenario)
+
+
+def test_destroy_refuses_dependents_unless_cascading(env: Env):
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1"), item("b", "2", ref="a", stack="other", ref_stack="app"), stacks=("app", "other")))
+        with pytest.raises(errors.ResourceHasDependents):
+            await engine.destroy(DestroyRequest(forma=env.forma(item("a", "1"))), CALLER)
+        response = await engine.destroy(DestroyRequest(forma=env.forma(item("a", "1")), on_dependents="cascade"),
+                                        CALLER)
+        view = await engine.wait(response.CommandId, TIMEOUT)
+        order = [c["subject"] for c in env.cloud.calls("delete")]
+        assert view.State == "Success" and env.cloud.resources() == {} and len(order) == 2
+
+    env.run(scenario)
+
+
+def test_conflicting_apply_is_refused(env: Env):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("hang", {"ops": ["create"]})
+        first = await engine.apply(ApplyRequest(env.forma(item("a", "1")), "reconcile"), CALLER)
+        with pytest.raises(errors.ConflictingCommands) as raised:
+            await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2")), "reconcile"), CALLER)
+        assert raised.value.data["ConflictingCommands"][0]["CommandId"] == first.CommandId
+        env.cloud.clear_knobs()
+        assert (await engine.wait(first.CommandId, TIMEOUT)).State == "Success"
+
+    env.run(scenario)
+
+
+@pytest.mark.parametrize(("make", "error"), [
+    (lambda e: e.forma(resource("x", "FAKE::Nope::Thing", {})),
+     errors.InvalidForma),
+    (lambda e: e.forma(item("a", "1", target="elsewhere")), errors.TargetReferenceNotFound),
+    (lambda e: e.forma(resource("s", "FAKE::Net::Subnet", {"NetworkId": "n-1"})), errors.RequiredFieldMissingOnCreate),
+    (lambda e: e.forma(item("a", "1", ref="b"), item("b", "2", ref="a")), errors.CyclesDetected),
+])
+def test_bad_inputs_are_refused_and_nothing_is_stored(env: Env, make, error):
+    async def scenario(engine: Engine) -> None:
+        with pytest.raises(error):
+            await engine.apply(ApplyRequest(make(env), "reconcile"), CALLER)
+        assert env.datastore.list_commands(sources=None).items == ()
+        assert env.datastore.list_resources().items == () and env.datastore.list_stacks().items == ()
+        assert env.cloud.resources() == {}
+
+    env.run(scenario)
+
+
+def test_secrets_are_stored_only_as_hashes(env: Env):
+    async def scenario(engine: Engine) -> None:
+        bucket = resource("bkt", "FAKE::Storage::Bucket",
+                          {"Name": "bkt-1", "ApiKey": {"$value": "s3cr3t-key", "$visibility": "Opaque"}})
+        server = resource("srv", "FAKE::Compute::Server", {"SubnetId": "sn", "Image": "i",
+                                                           "AdminPassword": "hunter2-pw"})
+        view = await applied(engine, env.forma(bucket, server))
+        assert view.State == "Success"
+        assert env.cloud.get("bkt-1")["properties"]["ApiKey"] == "s3cr3t-key"
+        rows = [json.dumps(r.properties) for r in env.datastore.list_resources().items]
+        rows += [json.dumps(u.data) for u in env.datastore.get_resource_updates(view.CommandId).items]
+        rows.append(view.model_dump_json())
+        for secret in ("s3cr3t-key", "hunter2-pw"):
+            assert not any(secret in row for row in rows), secret
+        # Unchanged secrets plan nothing; a changed one updates.
+        again = await engine.apply(ApplyRequest(env.forma(bucket, server), "reconcile"), CALLER)
+        assert again.Simulation.ChangesRequired is False
+        rotated = resource("bkt", "FAKE::Storage::Bucket",
+                           {"Name": "bkt-1", "ApiKey": {"$value": "new-key", "$visibility": "Opaque"}})
+        assert (await applied(engine, env.forma(rotated, server))).State == "Success"
+        assert env.cloud.get("bkt-1")["properties"]["ApiKey"] == "new-key"
+
+    env.run(scenario)

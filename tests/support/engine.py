@@ -1,0 +1,79 @@
+"""An in-process Engine over a real datastore and the FAKE plugin (in-process runner), plus forma builders.
+
+Formas are built as the evaluated JSON the CLI sends (``fake_forma``), with the FAKE plugin's real
+descriptors (extracted once from its Pkl schema package), so tests need no Pkl evaluation per forma.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from svc.datastore.interface import Datastore
+from svc.engine.engine import Engine, EngineSettings, PluginLimits
+from svc.engine.operations import RetryPolicy
+from svc.engine.planner import Catalog
+from svc.engine.sealing import Sealer
+from svc.forma.model import Forma
+from svc.plugins.installed import installed_plugins
+from svc.plugins.runner import InProcessRunner
+from svc.schema.extract import extract_descriptors
+from svc.schema.model import Schema
+
+FAST_RETRY = RetryPolicy(max_retries=3, retry_delay=0.01, status_interval=0.01, call_timeout=5.0)
+
+
+@functools.cache
+def fake_schemas() -> dict[str, Schema]:
+    plugin = next(p for p in installed_plugins() if p.namespace == "FAKE")
+    return {name: d.schema_ for name, d in extract_descriptors(plugin).items()}
+
+
+def make_engine(datastore: Datastore, key_file: Path, *, retry: RetryPolicy = FAST_RETRY, rate: float = 10_000,
+                max_in_flight: int = 64) -> Engine:
+    runner = InProcessRunner.load("FAKE", {}, max_threads=max_in_flight)
+    catalog = Catalog(frozenset({"FAKE"}), fake_schemas())
+    settings = EngineSettings(retry=retry, plugins={"FAKE": PluginLimits(rate, max_in_flight, retry)})
+    return Engine(datastore, {"FAKE": runner}, catalog, Sealer.from_file(key_file), settings)
+
+
+def res(label: str, type_: str, prop: str, stack: str = "app", *, opaque: bool = False) -> dict[str, Any]:
+    """A ``$res`` reference as Pkl renders ``<resource>.res.<prop>``."""
+    return {"$res": True, "$label": label, "$type": type_, "$property": prop, "$stack": stack,
+            "$visibility": "Opaque" if opaque else "Clear"}
+
+
+def resource(label: str, type_: str, properties: dict[str, Any], *, stack: str = "app", target: str = "cloud",
+             alias: str | None = None) -> dict[str, Any]:
+    document: dict[str, Any] = {"Label": label, "Type": type_, "Stack": stack, "Target": target,
+                                "Schema": fake_schemas().get(type_, fake_schemas()["FAKE::Test::Item"]).to_json(),
+                                "Properties": properties}
+    if alias:
+        document["Alias"] = alias
+    return document
+
+
+def item(label: str, value: str | None = None, *, ref: str | None = None, token: str | None = None,
+         stack: str = "app", target: str = "cloud", ref_stack: str | None = None) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    if value is not None:
+        properties["Value"] = value
+    if ref is not None:
+        properties["Ref"] = res(ref, "FAKE::Test::Item", "Id", ref_stack or stack)
+    if token is not None:
+        properties["Token"] = token
+    return resource(label, "FAKE::Test::Item", properties, stack=stack, target=target)
+
+
+def fake_forma(cloud: Path, resources: list[dict[str, Any]], *, stacks: tuple[str, ...] = ("app",),
+               target: str = "cloud", note: str | None = None) -> Forma:
+    config: dict[str, Any] = {"Type": "FAKE", "Path": str(cloud)}
+    if note is not None:
+        config["Note"] = note
+    return Forma.model_validate({
+        "Stacks": [{"Label": s} for s in stacks],
+        "Targets": [{"Label": target, "Namespace": "FAKE", "Config": config,
+                     "ConfigSchema": {"Hints": {"Path": {"CreateOnly": True}, "Note": {"CreateOnly": False}}}}],
+        "Resources": resources,
+    })
