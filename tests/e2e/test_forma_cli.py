@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import "@svc/svc.pkl"
 import "@fixture/fixture.pkl"
 import "@fixture/network/vpc.pkl"
 import "@fixture/network/subnet.pkl"
+import "@fixture/storage/bucket.pkl"
 
 forma {
   new svc.Stack { label = "app" }
@@ -93,6 +95,82 @@ forma {
     assert forma["Properties"]["dryRun"] == {"Flag": "dry-run", "Type": "Boolean", "Default": False, "Value": True}
 
 
+PROPS_FORMA = '''\
+extends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+
+properties: Props
+
+class Props {
+  /// The environment to deploy.
+  env: String
+  /// How many copies.
+  replicas: Int = 2
+  @svc.Flag { name = "dry-run" }
+  dryRun: Boolean = false
+}
+
+forma {
+  new svc.Stack { label = properties.env }
+}
+'''
+
+# Plain, predictable help: no colours, a fixed width.
+PLAIN = {"COLUMNS": "100", "FORCE_COLOR": "", "PY_COLORS": "", "GITHUB_ACTIONS": "", "TERMINAL_WIDTH": ""}
+
+
+def properties_panel(help_text: str) -> list[list[str]]:
+    """The rows of the help's "Properties" panel, split into their columns."""
+    lines = help_text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "─ Properties ─" in line)
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("╰"):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip("│ ")))
+    return rows
+
+
+@pytest.mark.parametrize("command", [["eval"], ["apply", "--mode", "patch"], ["destroy"]])
+def test_help_lists_the_formas_properties(workdir: Path, command: list[str]) -> None:
+    (workdir / "props.pkl").write_text(PROPS_FORMA)
+    result = run_svc(*command, "props.pkl", "--help", env=PLAIN)
+    assert result.returncode == 0, result.stderr
+    assert "Usage: svc " + command[0] in result.stdout
+    assert properties_panel(result.stdout) == [
+        ["*", "--env", "<String>", "The environment to deploy. [required]"],
+        ["--replicas", "<Int>", "How many copies. [default: 2]"],
+        ["--dry-run/--no-dry-run", "<Boolean>", "[default: false]"],
+    ]
+
+
+def test_help_without_a_forma_has_no_properties(workdir: Path) -> None:
+    (workdir / "props.pkl").write_text(PROPS_FORMA)
+    for args in (["eval", "--help"], ["destroy", "--query", "stack:x", "--help"],
+                 ["apply", "--config", "props.pkl", "--help"]):  # an option's value is not the forma
+        result = run_svc(*args, env=PLAIN)
+        assert result.returncode == 0, result.stderr
+        assert "Properties" not in result.stdout and "--config" in result.stdout
+
+
+def test_a_broken_forma_makes_help_a_one_line_error(workdir: Path) -> None:
+    (workdir / "broken.pkl").write_text('extends "@svc/forma.pkl"\nproperties: Props\nclass Props { n: Nope }\n')
+    result = run_svc("eval", "broken.pkl", "--help", env=PLAIN)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "Error: broken.pkl:3: Cannot find type `Nope`.\n"
+
+
+def test_eval_takes_config_like_every_command(workdir: Path) -> None:
+    (workdir / "props.pkl").write_text(PROPS_FORMA)
+    (workdir / "svc.conf.pkl").write_text('amends "svc:/Config.pkl"\n')
+    result = run_svc("eval", "props.pkl", "--env", "prod", "--config", "svc.conf.pkl", "--output-consumer", "machine")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["Stacks"][0]["Label"] == "prod"
+    missing = run_svc("eval", "props.pkl", "--env", "prod", "--config", "nope.pkl")
+    assert (missing.returncode, missing.stderr) == (
+        1, "Error: Invalid value for '--config': file 'nope.pkl' does not exist.\nRun 'svc eval --help' for usage.\n")
+
+
 @pytest.mark.parametrize(("resources", "marker", "message"), [
     ('  new vpc.Vpc {\n    label = "net"\n  }\n', "new vpc.Vpc",
      'resource "net" (FIXTURE::Network::Vpc): required field `cidrBlock` is not set'),
@@ -100,8 +178,18 @@ forma {
      'resource "net" (FIXTURE::Network::Vpc): field `stack`: stack "nope" is not declared in the forma'),
     ('  new vpc.Vpc { label = "net"; cidrBlock = "10.0.0.0/16"; target = "us" }\n', "new vpc.Vpc",
      'resource "net" (FIXTURE::Network::Vpc): field `target`: target "us" is not declared in the forma'),
+    # A duplicate label: at the resource that repeats it.
     ('  new vpc.Vpc { label = "net"; cidrBlock = "10.0.0.0/16" }\n  new vpc.Vpc { label = "net"; cidrBlock = "10.1.0.0/16" }\n',
-     "new vpc.Vpc", 'resource "net" (FIXTURE::Network::Vpc): label "net" is used by 2 resources of this type'),
+     "10.1.0.0", 'resource "net" (FIXTURE::Network::Vpc): label "net" is already used by another resource of this type'),
+    # Required fields inside the plugin's sub-resources: the forma's line, not the plugin's class.
+    ('  new bucket.Bucket {\n    label = "b"; name = "b"; apiKey = "k"\n    rules { new { id = "r1" } new { prefix = "p" } }\n  }\n',
+     "new bucket.Bucket", 'resource "b" (FIXTURE::Storage::Bucket): required field `rules[1].id` is not set'),
+    ('  new bucket.Bucket {\n    label = "b"; name = "b"; apiKey = "k"\n    lifecycle { transition {} }\n  }\n',
+     "new bucket.Bucket", 'resource "b" (FIXTURE::Storage::Bucket): required field `lifecycle.transition.storageClass` '
+     'is not set'),
+    ('  new bucket.Bucket {\n    label = "b"; name = "b"; apiKey = "k"\n'
+     '    root { name = "top"; children { new { name = "a" } new { children { new {} } } } }\n  }\n',
+     "new bucket.Bucket", 'resource "b" (FIXTURE::Storage::Bucket): required field `root.children[1].name` is not set'),
 ])
 def test_validation_names_resource_field_and_line(workdir: Path, resources: str, marker: str, message: str) -> None:
     path = write_forma(workdir, resources)

@@ -134,6 +134,81 @@ def test_sub_resource_hints_have_dotted_keys_through_listings_nesting_and_cycles
     assert props == {"root": {"name": "r", "inner": {"DEPTH": 1}}}
 
 
+SUBS = """
+class Port extends svc.SubResource { port: Int; note: String?; @svc.FieldHint { required = true } proto: String? }
+class Node extends svc.SubResource { name: String; children: Listing<Node>?; ports: Mapping<String, Port>? }
+@svc.ResourceHint { type = "TEST::Box::Wall"; identifier = "$.Id" }
+class Wall extends svc.Resource {
+  @svc.FieldHint {} rules: Listing<Port>?
+  @svc.FieldHint {} root: Node?
+  @svc.FieldHint {} main: Port?
+}
+"""
+
+
+@pytest.mark.parametrize(("resource", "path"), [
+    # A sub-resource's non-nullable field, and its nullable field marked required.
+    ('main { proto = "tcp" }', "main.port"),
+    ('main { port = 1 }', "main.proto"),
+    # In a Listing<SubResource>: the element's index, as Pkl subscripts it.
+    ('rules { new { port = 1; proto = "tcp" } new { proto = "udp" } }', "rules[1].port"),
+    # Through nested and self-referencing sub-resources, and a Mapping of them.
+    ('root { name = "r"; children { new { name = "a" } new { children { new { name = "c" } } } } }',
+     "root.children[1].name"),
+    ('root { name = "r"; children { new { name = "a"; ports { ["ssh"] { port = 22; proto = "tcp" } ["web"] { port = 80 } } } } }',
+     'root.children[0].ports["web"].proto'),
+])
+def test_a_missing_required_field_in_a_sub_resource_names_its_path(write_pkl, resource: str, path: str) -> None:
+    forma_path = forma(write_pkl, SUBS, f'new Wall {{\n    label = "w"\n    {resource}\n  }}')
+    assert error_of(forma_path) == (f'main.pkl:{line_of(forma_path, "new Wall")}: '
+                                    f'resource "w" (TEST::Box::Wall): required field `{path}` is not set')
+
+
+def test_complete_sub_resources_pass_and_optional_ones_may_be_left_out(write_pkl) -> None:
+    path = forma(write_pkl, SUBS, 'new Wall { label = "w"; rules { new { port = 1; proto = "tcp" } } }\n'
+                                  '  new Wall { label = "empty" }')
+    resources = evaluate_forma(path).resources
+    assert resources[0].properties == {"rules": [{"port": 1, "proto": "tcp"}]}
+    assert resources[1].properties == {}
+
+
+DUPLICATES = """
+@svc.ResourceHint { type = "TEST::Box::Dup"; identifier = "$.Id" }
+class Dup extends svc.Resource { @svc.FieldHint {} size: Int? }
+@svc.ResourceHint { type = "TEST::Box::Other"; identifier = "$.Id" }
+class Other extends svc.Resource {}
+"""
+
+
+@pytest.mark.parametrize("copies", [
+    # Equal in every member: still the second one is named.
+    ['new Dup { label = "a" } // first', 'new Dup { label = "b" }', 'new Dup { label = "a" } // second',
+     'new Dup { label = "a" } // third'],
+    ['new Dup { label = "a"; size = 1 } // first', 'new Other { label = "a" }', 'new Dup { // second\n    label = "a"\n  }'],
+])
+def test_a_duplicate_label_is_reported_at_the_resource_that_repeats_it(write_pkl, copies: list[str]) -> None:
+    path = forma(write_pkl, DUPLICATES, "\n  ".join(copies))
+    assert error_of(path) == (f'main.pkl:{line_of(path, "// second")}: resource "a" '
+                              '(TEST::Box::Dup): label "a" is already used by another resource of this type')
+
+
+def test_the_earliest_repeat_is_reported_first(write_pkl) -> None:
+    resources = ('new Dup { label = "b" }\n  new Dup { label = "a" }\n  new Dup { label = "a" } // repeat\n'
+                 '  new Dup { label = "b" }')
+    path = forma(write_pkl, DUPLICATES, resources)
+    assert error_of(path) == (f'main.pkl:{line_of(path, "// repeat")}: resource "a" (TEST::Box::Dup): '
+                              'label "a" is already used by another resource of this type')
+
+
+@pytest.mark.parametrize(("element", "message"), [
+    ('new svc.Stack { label = "s" }', 'stack "s" is already declared in this forma'),
+    ('new svc.Target { label = "t"; namespace = "TEST" }', 'target "t" is already declared in this forma'),
+])
+def test_a_repeated_stack_or_target_is_reported_at_the_repeat(write_pkl, element: str, message: str) -> None:
+    path = forma(write_pkl, DUPLICATES, f"{element} // repeat")
+    assert error_of(path) == f'main.pkl:{line_of(path, "// repeat")}: {message}'
+
+
 PARENTS = """
 @svc.ResourceHint {
   type = "TEST::Box::Both"; identifier = "$.Id"; parent = "TEST::Box::Thing"
@@ -236,3 +311,11 @@ class Shape extends svc.Resource {
 def test_schema_query_lists_keys_with_a_flag(write_pkl) -> None:
     path = forma(write_pkl, NESTED, 'new Tree { label = "t" }')
     assert schema_of(path).query("create_only") == ["root.inner.DEPTH", "items.DEPTH"]
+
+
+def test_a_field_set_from_an_undefined_value_is_not_called_missing(write_pkl) -> None:
+    body = THING + "class Names { first: String }\nlocal names: Names = new {}\n"
+    path = forma(write_pkl, body, 'new Thing { label = "a"; owner = "o"; name = names.first }')
+    # Pkl's own error about the value that is really undefined, not "required field `name` is not set".
+    assert error_of(path).startswith(f"main.pkl:{line_of(path, 'class Names')}: "
+                                     "Tried to read property `first` but its value is undefined.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from svc.cli.errors import CliError
-from svc.cli.forma_commands import parse_property_flags
+from svc.cli.forma_commands import parse_property_flags, property_help_rows
 from svc.forma.model import Property
 
 PROPERTIES = {
@@ -35,3 +35,14 @@ def test_bad_flags_are_cli_errors(args: list[str], message: str) -> None:
     with pytest.raises(CliError) as caught:
         parse_property_flags(PROPERTIES, args)
     assert str(caught.value) == message
+
+
+def test_help_rows_show_flag_type_default_and_description() -> None:
+    described = {**PROPERTIES, "suffix": Property(flag="suffix", default="", description="Appended to names.")}
+    assert property_help_rows(described) == [
+        (True, "--name", "<String>", "[required]"),
+        (False, "--replicas", "<Int>", "[default: 1]"),
+        (False, "--ratio", "<Float>", "[default: 0.5]"),
+        (False, "--dry-run/--no-dry-run", "<Boolean>", "[default: false]"),
+        (False, "--suffix", "<String>", 'Appended to names. [default: ""]'),
+    ]

@@ -14,7 +14,7 @@ from svc.cli.apply_commands import apply_command, destroy_command
 from svc.cli.command_commands import cancel_command, command_app, status_command
 from svc.cli.deploy_commands import deploy_app
 from svc.cli.errors import CliError
-from svc.cli.forma_commands import PROPERTY_FLAGS, eval_command, project_app
+from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand, eval_command, project_app
 from svc.cli.inventory_commands import inventory_app
 from svc.cli.upgrade import upgrade
 from svc.config import ConfigError
@@ -31,10 +31,10 @@ app.add_typer(agent_app, name="agent")
 app.add_typer(status_app, name="status")
 app.add_typer(deploy_app, name="deploy")
 app.command("upgrade")(upgrade)
-app.command("eval", context_settings=PROPERTY_FLAGS)(eval_command)
+app.command("eval", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(eval_command)
 app.add_typer(project_app, name="project")
-app.command("apply", context_settings=PROPERTY_FLAGS)(apply_command)
-app.command("destroy", context_settings=PROPERTY_FLAGS)(destroy_command)
+app.command("apply", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(apply_command)
+app.command("destroy", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(destroy_command)
 app.add_typer(command_app, name="command")
 status_app.command("command", deprecated=True)(status_command)
 app.command("cancel")(cancel_command)
