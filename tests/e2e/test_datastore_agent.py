@@ -59,6 +59,9 @@ def test_health_follows_a_postgres_outage_and_recovers_by_itself(agent_factory, 
         body = httpx.get(health).json()
         assert body["message"].startswith("datastore unavailable:")
         assert cluster.password not in body["message"]
+        during = httpx.get(f"{agent.url}/api/v1/resources/summary", timeout=30)
+        assert during.status_code == 503, during.text
+        assert during.json()["message"].startswith("datastore unavailable:")
     finally:
         cluster.start()
     wait_for_status(health, 200)
@@ -68,6 +71,9 @@ def test_health_follows_a_postgres_outage_and_recovers_by_itself(agent_factory, 
     store.close()
     assert kept is not None and kept.properties == {"Answer": 42}
     assert agent.process.poll() is None  # it rode out the outage
+    after = httpx.get(f"{agent.url}/api/v1/resources/summary")
+    assert after.status_code == 200
+    assert [row["Label"] for row in after.json()] == ["kept"]
 
 
 @pytest.mark.parametrize(("overrides", "setting", "fragment"), [
