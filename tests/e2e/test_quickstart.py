@@ -1,7 +1,9 @@
-"""The README's first command: install, start an agent on the embedded default, check it."""
+"""The README's first command: install, start an agent on the embedded default with the LOCAL plugin, apply
+the example forma, print the inventory; then the files are really there and the inventory lists them."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -12,6 +14,8 @@ import pytest
 from support.processes import run_svc
 
 REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "examples" / "quickstart" / "svc.conf.pkl"
+FILES = {"site/index.html", "site/style.css", "site/MANIFEST.txt"}
 
 
 def port_is_free(port: int) -> bool:
@@ -24,14 +28,31 @@ def test_quickstart_script(home: Path) -> None:
     if not port_is_free(49684):
         pytest.skip("port 49684 is taken on this machine; the quick start uses the default port")
     result = subprocess.run(["bash", str(REPO / "scripts" / "quickstart.sh")], capture_output=True, text=True,
-                            timeout=600, env=dict(os.environ))
+                            timeout=600, env={**os.environ, "COLUMNS": "200"})
     try:
         assert result.returncode == 0, result.stdout + result.stderr
         assert "The agent is running." in result.stdout
         assert "http://localhost:49684" in result.stdout
-        status = run_svc("status", "agent", "--config", str(REPO / "examples" / "quickstart" / "svc.conf.pkl"),
-                         "--output-consumer", "machine")
-        assert status.returncode == 0, status.stderr
+        assert "apply" in result.stdout and "succeeded" in result.stdout
+        for path in FILES:  # the inventory the script printed lists every file
+            assert path in result.stdout, result.stdout
+
+        site = home / "svc-quickstart" / "site"
+        assert site.is_dir() and f"{site.stat().st_mode & 0o777:o}" == "755"
+        assert {f"site/{p.name}" for p in site.iterdir()} == FILES
+        # One file's content references the others' paths, resolved by the agent when it wrote it.
+        assert (site / "MANIFEST.txt").read_text() == "This site is site/index.html and site/style.css.\n"
+        assert (site / "index.html").read_text().startswith("<!-- site/index.html, managed by svc -->")
+
+        inventory = run_svc("inventory", "--config", str(CONFIG), "--output-consumer", "machine")
+        assert inventory.returncode == 0, inventory.stderr
+        resources = {r["Label"]: r for r in json.loads(inventory.stdout)["Resources"]}
+        assert {r["NativeID"] for r in resources.values()} == FILES | {"site"}
+        assert all(r["Managed"] and r["Stack"] == "quickstart" for r in resources.values())
+
+        again = run_svc("apply", "--mode", "reconcile", str(REPO / "examples" / "quickstart.pkl"), "--config",
+                        str(CONFIG), "--yes", "--wait")
+        assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
     finally:
         run_svc("agent", "stop")
     assert port_is_free(49684)

@@ -16,6 +16,7 @@ from svc.cli.deploy_commands import deploy_app
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand, eval_command, project_app
 from svc.cli.inventory_commands import inventory_app
+from svc.cli.plugin_commands import plugin_app
 from svc.cli.upgrade import upgrade
 from svc.config import ConfigError
 from svc.pkl import PklBinaryError, PklServerError
@@ -39,6 +40,7 @@ app.add_typer(command_app, name="command")
 status_app.command("command", deprecated=True)(status_command)
 app.command("cancel")(cancel_command)
 app.add_typer(inventory_app, name="inventory")
+app.add_typer(plugin_app, name="plugin")
 
 auth_app = typer.Typer(help="Authentication helpers.", no_args_is_help=True)
 app.add_typer(auth_app, name="auth")

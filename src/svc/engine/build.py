@@ -13,6 +13,7 @@ from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.sealing import Sealer
 from svc.paths import data_dir
+from svc.plugins.host import HostedPlugin
 from svc.plugins.installed import installed_plugins
 from svc.plugins.manifest import ManifestError, read_manifest
 from svc.plugins.runner import InProcessRunner, PluginLoadError, PluginRunner
@@ -30,9 +31,11 @@ def retry_policy(config: RetryConfig, call_timeout: float = 60.0) -> RetryPolicy
 
 
 def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | None = None, agent_id: str = "",
-                 agent_version: str = __version__) -> Engine:
-    """Loads each enabled plugin of ``config`` (in process), its resource types and its limits.
+                 agent_version: str = __version__, in_process: bool = False) -> Engine:
+    """Loads each enabled plugin of ``config``, its resource types and its limits.
 
+    Each plugin runs in its own process (``HostedPlugin``, started by ``Engine.start``); ``in_process``
+    loads them into this process instead (tools and tests that need no isolation).
     Raises ``PluginLoadError`` naming a plugin that is enabled but not installed.
     """
     installed = {plugin.namespace.upper(): plugin for plugin in installed_plugins()}
@@ -47,7 +50,8 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
             raise PluginLoadError(f"agent.resourcePlugins: plugin {entry.type} is enabled but not installed; "
                                   f"installed: {', '.join(sorted(installed)) or 'none'}")
         settings = entry.settings
-        runners[plugin.namespace] = InProcessRunner.load(plugin.namespace, settings)
+        runners[plugin.namespace] = (InProcessRunner.load(plugin.namespace, settings) if in_process
+                                     else HostedPlugin(plugin.namespace, plugin.version, settings))
         types.update({name: d.schema_ for name, d in extract_descriptors(plugin).items()})
         rate = DEFAULT_RATE
         if entry.rate_limit is not None:

@@ -92,7 +92,9 @@ class Engine:
     # -- lifecycle ----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Resumes every unfinished command (crash recovery)."""
+        """Starts the plugins, then resumes every unfinished command (crash recovery)."""
+        for runner in self.runners.values():
+            await runner.start()  # a plugin process that cannot start stops the agent with its reason
         self._started = True
         incomplete = await asyncio.to_thread(lambda: _all(lambda c: self.store.list_incomplete_commands(
             cursor=c, limit=PAGE)))

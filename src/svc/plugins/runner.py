@@ -68,6 +68,8 @@ class Call:
 class PluginRunner(Protocol):
     namespace: str
 
+    async def start(self) -> None: ...
+
     async def create(self, call: Call, label: str, properties: Json) -> Progress: ...
 
     async def read(self, call: Call, native_id: str, prior: Json | None) -> ReadResult: ...
@@ -177,6 +179,9 @@ class InProcessRunner:
     def load(cls, namespace: str, plugin_config: Json | None = None, *, max_threads: int = 32) -> InProcessRunner:
         plugin_class = load_plugin_class(namespace)
         return cls(namespace, plugin_class(), dict(plugin_config or {}), max_threads)
+
+    async def start(self) -> None:
+        """Nothing to start: the plugin object lives in this process."""
 
     def _ctx(self, call: Call) -> Ctx:
         return Ctx(resource_type=call.resource_type, target=dict(call.target_config),

@@ -2,6 +2,6 @@
 
 from fastapi import APIRouter
 
-from svc.api.routes import commands, inventory, stats
+from svc.api.routes import commands, inventory, plugins, stats
 
-ROUTERS: tuple[APIRouter, ...] = (commands.router, inventory.router, stats.router)
+ROUTERS: tuple[APIRouter, ...] = (commands.router, inventory.router, plugins.router, stats.router)

@@ -1,0 +1,65 @@
+"""An idempotency journal: what became of each mutating call, by the agent's request token.
+
+The plugin keeps no other state; this lets it answer the host's question after a crash ("did the call with
+this token happen?") and answer a repeated token with the first call's result instead of acting twice.
+An entry is written ``pending`` before the call touches the disk and ``done`` with the result after, each
+write atomic; a ``pending`` entry means the call may have half-happened, and the same token may finish it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from svc.paths import data_dir
+
+STATE_DIR_VARIABLE = "SVC_PLUGIN_STATE_DIR"
+KEEP_SECONDS = 7 * 24 * 3600  # far longer than any command can stay unfinished and be resumed
+
+
+def default_directory() -> Path:
+    return Path(os.environ.get(STATE_DIR_VARIABLE) or data_dir() / "plugins" / "LOCAL") / "journal"
+
+
+class Journal:
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory or default_directory()
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._prune()
+
+    def _file(self, token: str) -> Path:
+        return self.directory / f"{hashlib.sha256(token.encode()).hexdigest()[:40]}.json"
+
+    def get(self, token: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self._file(token).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except ValueError:  # a torn write cannot happen (atomic replace); a damaged file means unknown
+            return None
+
+    def begin(self, token: str, op: str, native_id: str) -> None:
+        self._write(token, {"state": "pending", "op": op, "nativeId": native_id, "at": time.time()})
+
+    def finish(self, token: str, op: str, native_id: str, result: dict[str, Any]) -> None:
+        self._write(token, {"state": "done", "op": op, "nativeId": native_id, "at": time.time(), "result": result})
+
+    def _write(self, token: str, entry: dict[str, Any]) -> None:
+        handle, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(entry, file)
+        os.replace(temporary, self._file(token))
+
+    def _prune(self) -> None:
+        horizon = time.time() - KEEP_SECONDS
+        for entry in self.directory.iterdir():
+            try:
+                if entry.stat().st_mtime < horizon:
+                    entry.unlink()
+            except OSError:
+                continue

@@ -1,0 +1,87 @@
+"""Plugins as processes in a real agent: killed mid-apply they come back and the command completes once;
+``GET /api/v1/plugins`` and ``svc plugin list`` describe them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from support.fake_world import World, fake_world, submit
+from support.processes import run_svc
+
+
+@pytest.fixture
+def world(home: Path, tmp_path: Path) -> Iterator[World]:
+    with fake_world(tmp_path) as world:
+        yield world
+
+
+def plugin_info(world: World, namespace: str) -> dict[str, Any]:
+    response = httpx.get(f"{world.api}/plugins")
+    assert response.status_code == 200, response.text
+    return next(p for p in response.json()["plugins"] if p["namespace"] == namespace)
+
+
+def independent_items(count: int) -> str:
+    return "".join(f'new item.Item {{ label = "i{n}"; value = "v{n}"; token = "t" }}\n' for n in range(count))
+
+
+def test_killing_the_plugin_mid_apply_restarts_it_and_the_command_completes_once(world: World) -> None:
+    before = plugin_info(world, "FAKE")
+    assert before["loadStatus"] == "running" and before["process"]["restarts"] == 0
+    world.cloud.set_knob("latency", {"create": 1.0})  # every create is in flight for a second
+    command_id = submit(world, world.forma(independent_items(6)))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        states = [u["State"] for u in world.command(command_id)["ResourceUpdates"]]
+        if states.count("InProgress") >= 3:
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError(f"the creates never got in flight: {states}")
+    os.kill(before["process"]["pid"], signal.SIGKILL)
+
+    final = world.wait_terminal(command_id, timeout=60)
+    assert final["State"] == "Success", final
+    items = world.cloud_labels("FAKE::Test::Item")
+    assert sorted(item["properties"]["Value"] for item in items.values()) == [f"v{n}" for n in range(6)]
+    tokens = [call["token"] for call in world.cloud.calls("create")]
+    assert len(tokens) == len(set(tokens)) == 6  # each create reached the cloud exactly once
+    after = plugin_info(world, "FAKE")
+    assert after["process"]["restarts"] == 1 and after["process"]["pid"] != before["process"]["pid"]
+    log = world.agent.output()
+    assert "exited with code -9" in log and "never arrived; sending it again with the same token" in log
+    inventory = world.inventory()
+    assert sorted(inventory) == [f"i{n}" for n in range(6)]
+    assert {r["NativeID"] for r in inventory.values()} == set(items)
+
+
+def test_plugins_endpoint_and_cli_list_describe_installed_plugins(world: World) -> None:
+    response = httpx.get(f"{world.api}/plugins")
+    assert response.status_code == 200
+    plugins = {p["namespace"]: p for p in response.json()["plugins"]}
+    fake, local = plugins["FAKE"], plugins["LOCAL"]
+    assert fake["type"] == "resource" and fake["installedVersion"] == "0.1.0" and fake["loadStatus"] == "running"
+    assert "FAKE::Test::Item" in fake["resourceTypes"] and fake["process"]["pid"] > 0
+    assert local["loadStatus"] == "disabled" and local["resourceTypes"] == ["LOCAL::FS::Directory",
+                                                                           "LOCAL::FS::File"]
+    assert httpx.get(f"{world.api}/plugins/local").json()["plugin"]["namespace"] == "LOCAL"
+    missing = httpx.get(f"{world.api}/plugins/nope")
+    assert missing.status_code == 404 and missing.json()["error"] == "PluginNotFound"
+    assert httpx.get(f"{world.api}/plugins", params={"scope": "available"}).status_code == 503
+    assert httpx.get(f"{world.api}/plugins", params={"scope": "bogus"}).status_code == 400
+
+    machine = run_svc("plugin", "list", "--output-consumer", "machine")
+    assert machine.returncode == 0, machine.stderr
+    listed = {p["namespace"]: p for p in json.loads(machine.stdout)["plugins"]}
+    assert listed["LOCAL"]["resourceTypes"] == ["LOCAL::FS::Directory", "LOCAL::FS::File"]
+    human = run_svc("plugin", "list", env={"COLUMNS": "200"})
+    assert human.returncode == 0 and "LOCAL" in human.stdout and "LOCAL::FS::File" in human.stdout
