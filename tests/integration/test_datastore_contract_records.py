@@ -29,6 +29,7 @@ from svc.datastore import (
 from svc.datastore.migrate import head_revision, migrate
 from svc.datastore.sql_store import SqlDatastore
 from svc.datastore.tables import metadata
+from svc.datastore.update_writes import UpdateStateWrite
 from svc.ids import new_id
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -176,6 +177,54 @@ def test_terminal_states_hold_under_concurrent_writers(datastore: Datastore) -> 
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(race, range(8)))
+    stored = {u.ksuid: u.state for u in datastore.get_resource_updates(record.id).items}
+    for ksuid, winners in wins.items():
+        assert len(winners) == 1, ksuid
+        assert stored[ksuid] == winners[0]
+
+
+def test_batched_update_states_apply_in_order_with_the_fence(datastore: Datastore) -> None:
+    record, other = command(), command()
+    datastore.put_command(record, [update(record.id, n) for n in range(3)])
+    datastore.put_command(other, [update(other.id, 1)])
+    assert datastore.set_resource_update_state(record.id, "k002", "create", "Failed")
+    moved = datastore.set_resource_update_states([
+        UpdateStateWrite(record.id, "k000", "create", "InProgress", data={"step": 1}, start_ts=T0),
+        UpdateStateWrite(record.id, "k001", "create", "InProgress"),
+        UpdateStateWrite(record.id, "k000", "create", "Success", version="v1", data={"step": 2}),
+        UpdateStateWrite(record.id, "k000", "create", "Failed", data={"step": 3}),  # after Success: fenced
+        UpdateStateWrite(record.id, "k002", "create", "Success"),  # terminal before the batch
+        UpdateStateWrite(record.id, "k009", "create", "Success"),  # no such update
+        UpdateStateWrite(other.id, "k001", "create", "Canceled"),  # another command's k001
+        UpdateStateWrite(record.id, "k001", "delete", "Success"),  # another operation
+    ])
+    assert moved == [True, True, True, False, False, False, True, False]
+    stored = {u.ksuid: u for u in datastore.get_resource_updates(record.id).items}
+    assert (stored["k000"].state, stored["k000"].version, stored["k000"].start_ts, stored["k000"].data) == (
+        "Success", "v1", T0, {"step": 2})
+    assert stored["k001"].state == "InProgress" and stored["k002"].state == "Failed"
+    assert datastore.get_resource_updates(other.id).items[0].state == "Canceled"
+
+
+def test_batched_terminal_states_hold_under_concurrent_writers(datastore: Datastore) -> None:
+    record = command()
+    datastore.put_command(record, [update(record.id, n) for n in range(20)])
+    barrier = threading.Barrier(6)
+    wins: dict[str, list[str]] = {f"k{n:03d}": [] for n in range(20)}
+    lock = threading.Lock()
+
+    def race(writer: int) -> None:
+        state = "Success" if writer % 2 else "Canceled"
+        keys = [f"k{n:03d}" for n in range(20)][::1 if writer % 3 else -1]
+        barrier.wait()
+        moved = datastore.set_resource_update_states([UpdateStateWrite(record.id, k, "create", state) for k in keys])
+        with lock:
+            for key, won in zip(keys, moved, strict=True):
+                if won:
+                    wins[key].append(state)
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(race, range(6)))
     stored = {u.ksuid: u.state for u in datastore.get_resource_updates(record.id).items}
     for ksuid, winners in wins.items():
         assert len(winners) == 1, ksuid

@@ -274,15 +274,17 @@ class Engine:
 
         task.add_done_callback(forget)
 
-    async def _finish(self, command_id: str, state: str) -> None:
+    async def _finish(self, command_id: str, state: str, delete_stacks: set[str]) -> None:
+        """Ends a command: targets and stacks its deletes emptied go, then the command's final state.
+        ``delete_stacks`` are the stacks of its delete changes (known in memory: reading the updates back
+        decoded every change's document again)."""
         def work() -> None:
             command = self.store.get_command(command_id)
             if command is not None:
                 for target in command.data.get("targets", []):
                     if target["operation"] == "delete" and not self.store.count_resources(target=target["label"]):
                         self.store.delete_target(target["label"])
-            updates = _all(lambda c: self.store.get_resource_updates(command_id, cursor=c, limit=PAGE))
-            for stack in {u.stack_label for u in updates if u.operation == "delete"}:
+            for stack in delete_stacks:
                 if self.store.count_resources(stack=stack) == 0:
                     self.store.delete_stack(stack, command_id=command_id)
             if state in TERMINAL_COMMAND_STATES:
@@ -378,7 +380,8 @@ class Engine:
                 state = UpdateState.NOT_STARTED
             nodes[change.key] = Node(change, data, state, resume)
         if all(node.state in TERMINAL_UPDATE_STATES for node in nodes.values()):
-            await self._finish(command.id, overall_state([node.state for node in nodes.values()]))
+            await self._finish(command.id, overall_state([node.state for node in nodes.values()]),
+                               {node.change.stack for node in nodes.values() if node.change.operation == "delete"})
             return
         log.info("resuming command %s (%d of %d changes unfinished)", command.id,
                  sum(node.state not in TERMINAL_UPDATE_STATES for node in nodes.values()), len(nodes))

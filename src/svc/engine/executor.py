@@ -44,7 +44,7 @@ class CommandRun:
     store: Datastore
     steps: Steps
     limits: Callable[[str], NamespaceLimits]
-    on_finish: Callable[[str, str], Awaitable[None]]
+    on_finish: Callable[[str, str, set[str]], Awaitable[None]]
     writer: BatchWriter
     canceling: bool = False
     running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
@@ -84,7 +84,8 @@ class CommandRun:
             else:
                 await self._fail_downstream(key)
         state = overall_state([node.state for node in self.nodes.values()])
-        await self.on_finish(self.command_id, state)
+        await self.on_finish(self.command_id, state, {node.change.stack for node in self.nodes.values()
+                                                      if node.change.operation == "delete"})
         return state
 
     def _start(self, key: str, done: asyncio.Queue[str]) -> None:
@@ -104,11 +105,13 @@ class CommandRun:
             node.data.message = outcome.message or node.data.message
             node.data.finished_at = utcnow().isoformat()
             started = utcnow() if key not in self.steps.started else None
-            moved = await self.writer.finish(
+            finished = await self.writer.finish(
                 outcome.resource, change.ksuid if outcome.delete else None,
                 UpdateStateWrite(self.command_id, change.ksuid, change.operation, outcome.state,
                                  data=node.data.to_json(), start_ts=started))
-            node.state = outcome.state if moved else UpdateState.CANCELED
+            node.state = outcome.state if finished.moved else UpdateState.CANCELED
+            if node.state == UpdateState.SUCCESS:
+                self.steps.produced(change.ksuid, outcome.resource, finished.stored)
         except Fenced:
             node.state = UpdateState.CANCELED
         except asyncio.CancelledError:

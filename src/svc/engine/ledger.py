@@ -14,9 +14,8 @@ from typing import Any
 from svc.datastore.records import CommandRecord, CommandState, ResourceUpdateRecord, UpdateState
 from svc.engine import values
 from svc.engine.planner.changeset import Changeset, ResourceChange
-from svc.engine.planner.diff import opaque_fields
+from svc.engine.schemas import opaque_fields_of
 from svc.engine.sealing import Sealer
-from svc.schema.model import Schema
 
 Json = dict[str, Any]
 
@@ -30,8 +29,7 @@ def _secret_free(change: ResourceChange) -> tuple[Json, str | None]:
     document = change.to_json()
     sealed = None
     if change.desired is not None:
-        schema = Schema.model_validate(change.schema) if change.schema else None
-        hashed = values.hash_secrets(change.desired, opaque_fields(schema) if schema else frozenset())
+        hashed = values.hash_secrets(change.desired, opaque_fields_of(change.schema))
         document["desired"] = hashed
         if hashed != change.desired:
             sealed = "pending"

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc.datastore.interface import Datastore
-from svc.datastore.records import ResourceVersion, ResourceWrite, UpdateState
+from svc.datastore.records import ResourceVersion, ResourceWrite, StoreOutcome, UpdateState
 from svc.engine import values
-from svc.engine.ledger import UpdateData
+from svc.engine.ledger import UpdateData, utcnow
 from svc.engine.operations import Attempt, RetryPolicy, drive, read
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.diff import generate_patch, opaque_fields
 from svc.engine.planner.patch import _same
 from svc.engine.resolve import ResolveError, Resolver
+from svc.engine.schemas import schema_of
 from svc.engine.writer import BatchWriter
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode, Progress, Status
@@ -85,6 +86,7 @@ class Steps:
         self.writer = writer
         self.started: set[str] = set()  # changes whose start is stored (the first save of an attempt)
         self._background: set[asyncio.Task[bool]] = set()
+        self._produced: dict[str, ResourceVersion] = {}  # ksuid → the state this command stored for it
         self.runners = runners
         self.policies = policies
         self.save = save
@@ -104,7 +106,24 @@ class Steps:
                 return runner
         raise LookupError(f"no plugin serves namespace {namespace!r}")
 
+    def produced(self, ksuid: str, write: ResourceWrite | None, stored: StoreOutcome | None) -> None:
+        """Remembers the resource state a successful change of this command stored (durably, before its
+        dependents start), so that references to it resolve without reading it back: a datastore round
+        trip per reference cost more than the rest of a change's bookkeeping. Anything else (a delete, a
+        write adopted under another ksuid) forgets it, and the datastore answers."""
+        self._produced.pop(ksuid, None)
+        if write is None or stored is None or stored.version is None or stored.ksuid != ksuid:
+            return
+        self._produced[stored.ksuid] = ResourceVersion(
+            ksuid=stored.ksuid, version=stored.version, operation=stored.operation or "update", type=write.type,
+            label=write.label, stack=write.stack, target=write.target, native_id=write.native_id,
+            managed=write.managed, properties=write.properties, read_only_properties=write.read_only_properties,
+            document=write.document, command_id=self.command_id, valid_from=utcnow(), current=True, deleted=False)
+
     async def _load(self, ksuid: str) -> ResourceVersion | None:
+        known = self._produced.get(ksuid)
+        if known is not None:
+            return known
         return await asyncio.to_thread(self.store.get_resource, ksuid)
 
     async def _read_live(self, resource: ResourceVersion) -> Json | None:
@@ -142,12 +161,12 @@ class Steps:
     def _hashed_progress(change: ResourceChange, progress: Progress) -> Json:
         document = progress.to_json()
         if progress.properties is not None:
-            schema = Schema.model_validate(change.schema)
+            schema = schema_of(change.schema)
             document["ResourceProperties"] = values.hash_secrets(progress.properties, opaque_fields(schema))
         return document
 
     def resource_write(self, change: ResourceChange, user: Json, returned: Json, native_id: str) -> ResourceWrite:
-        schema = Schema.model_validate(change.schema)
+        schema = schema_of(change.schema)
         fields = set(schema.fields)
         writable = {k: v for k, v in returned.items() if not fields or k in fields}
         read_only = {k: v for k, v in returned.items() if fields and k not in fields}
@@ -199,7 +218,7 @@ class Steps:
                        resource=self.resource_write(change, resolved, returned, progress.native_id))
 
     async def update(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
-        schema = Schema.model_validate(change.schema)
+        schema = schema_of(change.schema)
         prior = change.prior or {}
         if change.metadata_only:
             return Outcome(UpdateState.SUCCESS, "renamed" if change.old_label else "brought under management",

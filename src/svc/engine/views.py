@@ -11,8 +11,7 @@ from svc.datastore.records import CommandRecord, ResourceUpdateRecord, UpdateSta
 from svc.engine import values
 from svc.engine.ledger import UpdateData
 from svc.engine.planner.changeset import Changeset, ResourceChange
-from svc.engine.planner.diff import opaque_fields
-from svc.schema.model import Schema
+from svc.engine.schemas import opaque_fields_of
 
 Json = dict[str, Any]
 
@@ -21,8 +20,7 @@ def _shown(properties: Json | None, change: ResourceChange) -> Json | None:
     """Properties as they may be shown: secrets hashed."""
     if properties is None:
         return None
-    schema = Schema.model_validate(change.schema) if change.schema else None
-    return values.hash_secrets(properties, opaque_fields(schema) if schema else frozenset())
+    return values.hash_secrets(properties, opaque_fields_of(change.schema))
 
 
 def _change_view(change: ResourceChange, state: str, **extra: Any) -> wire.ResourceUpdateView:

@@ -31,6 +31,12 @@ class _Pending:
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
+@dataclass(frozen=True, slots=True)
+class Finished:
+    moved: bool
+    stored: StoreOutcome | None  # the resource version written with it (None for a delete or no resource)
+
+
 class WriterClosed(RuntimeError):
     """The engine stopped; the write was not made (a later start resumes from what was stored)."""
 
@@ -62,9 +68,10 @@ class BatchWriter:
     async def set_state(self, write: UpdateStateWrite) -> bool:
         return await self._submit(_Pending("state", write, write.command_id))
 
-    async def finish(self, resource: ResourceWrite | None, deleted: str | None, state: UpdateStateWrite) -> bool:
+    async def finish(self, resource: ResourceWrite | None, deleted: str | None, state: UpdateStateWrite) -> Finished:
         """A change's end: its resource state (a version, or a tombstone for ``deleted``), then its update
-        state, committed in that order in one batch; returns whether the state moved."""
+        state, committed in that order in one batch; returns whether the state moved, and what the resource
+        write did."""
         return await self._submit(_Pending("finish", (resource, deleted, state), state.command_id))
 
     async def close(self) -> None:
@@ -92,6 +99,7 @@ class BatchWriter:
 
     def _commit(self, batch: list[_Pending]) -> list[Any]:
         results: dict[int, Any] = {}
+        stored: dict[int, StoreOutcome] = {}  # finish index → its resource's outcome
         resources: dict[str | None, list[tuple[int, ResourceWrite]]] = {}
         deletes: list[tuple[int, str, str | None]] = []
         states: list[tuple[int, UpdateStateWrite]] = []
@@ -105,20 +113,25 @@ class BatchWriter:
             else:
                 resource, deleted, state = item.payload
                 if resource is not None:
-                    resources.setdefault(item.command_id, []).append((-1, resource))
+                    resources.setdefault(item.command_id, []).append((-1 - index, resource))
                 if deleted is not None:
                     deletes.append((-1, deleted, item.command_id))
                 states.append((index, state))
         for command_id, writes in resources.items():
             outcomes = self.store.store_resources([write for _, write in writes], command_id=command_id)
-            results.update((i, outcome) for (i, _), outcome in zip(writes, outcomes, strict=True) if i >= 0)
+            for (i, _), outcome in zip(writes, outcomes, strict=True):
+                if i >= 0:
+                    results[i] = outcome
+                else:
+                    stored[-1 - i] = outcome
         for index, ksuid, command_id in deletes:
             outcome = self.store.delete_resource(ksuid, command_id=command_id)
             if index >= 0:
                 results[index] = outcome
         if states:
             moved = self.store.set_resource_update_states([write for _, write in states])
-            results.update((i, m) for (i, _), m in zip(states, moved, strict=True))
+            for (i, _), m in zip(states, moved, strict=True):
+                results[i] = Finished(m, stored.get(i)) if batch[i].kind == "finish" else m
         return [results[i] for i in range(len(batch))]
 
     def _one(self, item: _Pending) -> Any:

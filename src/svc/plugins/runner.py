@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import inspect
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -160,6 +161,13 @@ def load_plugin_class(namespace: str) -> type:
     raise PluginLoadError(f"plugin {namespace} is not installed (no entry point in group {PLUGIN_ENTRY_POINT_GROUP})")
 
 
+def _rendezvous(barrier: threading.Barrier) -> None:
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        pass  # a slow start only means the pool keeps starting threads lazily
+
+
 @dataclass
 class InProcessRunner:
     """Calls a plugin object in this process: sync methods on a thread pool, async ones on the loop."""
@@ -171,6 +179,12 @@ class InProcessRunner:
 
     def __post_init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=self.max_threads, thread_name_prefix=f"plugin-{self.namespace}")
+        # Start every worker now: the pool otherwise starts one per call while none is idle, and each start
+        # blocks the event loop until the new thread runs (~1 ms under load), in the middle of a command.
+        barrier = threading.Barrier(self.max_threads + 1, timeout=10)
+        for _ in range(self.max_threads):
+            self._pool.submit(_rendezvous, barrier)
+        _rendezvous(barrier)
         configure = getattr(self.plugin, "configure", None)
         if callable(configure):
             configure(dict(self.plugin_config))

@@ -1,0 +1,208 @@
+"""Engine benchmark through the CLI: a real agent process (SQLite in a temp dir, the FAKE plugin) and the
+real ``svc`` console script, timed from ``svc apply`` start to Success.
+
+For chains of references (N/10 chains of 10 ``FAKE::Test::Item``), at zero plugin latency, it prints:
+``svc apply --mode reconcile --yes --wait`` of the forma, the no-op re-apply, and ``svc destroy --yes
+--wait``, at 1,000 and 10,000 resources, each split into Pkl evaluation (``svc eval`` of the same file,
+timed separately), the agent's execution (the command's StartTs→EndTs) and the rest (HTTP, planning the
+simulation, the plan table, polling). Then, with 20 ms latency per plugin call, 400 resources in chains of
+depth 4: wall time ÷ the lower bound set by the critical path and the in-flight limit. Ends with the
+agent's peak RSS (VmHWM). Figures and ratios against the issue's goals only; nothing is asserted.
+
+    .venv/bin/python bench/engine_cli.py                # 1,000 and 10,000
+    .venv/bin/python bench/engine_cli.py --sizes 1000   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from svc_plugin_fake import FakeCloud  # noqa: E402
+
+from support.processes import Agent, free_port, run_svc  # noqa: E402
+
+IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl)
+GOALS = {"apply 1000": 5.0, "no-op 1000": 2.0, "apply 10000": 60.0}
+RSS_GOAL_MIB = 1024
+RATIO_GOAL = 1.3
+
+FORMA = """\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@fake/fake.pkl"
+import "@fake/test/item.pkl"
+
+local function node(c: Int, d: Int): item.Item = new item.Item {{
+  label = "c\\(c)-\\(d)"
+  value = "v\\(d)"
+  ref = if (d > 0) node(c, d - 1).res.id else null
+}}
+
+forma {{
+  new svc.Stack {{ label = "{stack}" }}
+  new svc.Target {{ label = "{stack}"; config = new fake.Config {{ path = "{cloud}" }} }}
+  for (c in IntSeq(0, {chains} - 1)) {{
+    for (d in IntSeq(0, {depth} - 1)) {{
+      node(c, d)
+    }}
+  }}
+}}
+"""
+
+
+def write_forma(directory: Path, name: str, cloud: Path, size: int, depth: int) -> Path:
+    path = directory / f"{name}.pkl"
+    # A stack and a target per forma: re-applying a destroyed stack's forma would be refused as drift (a
+    # destroy is not a reconcile, as in the reference), and another cloud file under the same target label
+    # would replace that target, moving every resource on it.
+    path.write_text(FORMA.format(stack=name, cloud=cloud, chains=size // depth, depth=depth))
+    return path
+
+
+def start_agent(directory: Path) -> Agent:
+    port = free_port()
+    config = directory / "agent.pkl"
+    config.write_text(textwrap.dedent(f"""\
+        amends "svc:/Config.pkl"
+        import "plugins:/FAKE.pkl"
+        agent {{
+          server {{ bindAddress = "127.0.0.1"; port = {port} }}
+          datastore {{ sqlite {{ filePath = "{directory / 'svc.db'}" }} }}
+          resourcePlugins {{ new FAKE.PluginConfig {{}} }}
+          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 5 }}
+          synchronization {{ enabled = false }}
+          discovery {{ enabled = false }}
+        }}
+        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
+    """))
+    return Agent(config=config, port=port, log=directory / "agent.log").start()
+
+
+@dataclass
+class Timed:
+    seconds: float
+    agent_seconds: float | None  # the command's StartTs → EndTs, when a command ran
+
+
+class Cli:
+    def __init__(self, agent: Agent, data: Path) -> None:
+        self.agent = agent
+        self.env = {"COLUMNS": "200", "XDG_DATA_HOME": str(data)}
+
+    def svc(self, *args: str, timeout: float = 1800) -> str:
+        result = run_svc(*args, "--config", str(self.agent.config), env=self.env, timeout=timeout)
+        if result.returncode != 0:
+            raise SystemExit(f"svc {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-2000:]}\n"
+                             f"agent log: {self.agent.log}")
+        return result.stdout
+
+    def timed(self, *args: str) -> Timed:
+        started = time.perf_counter()
+        self.svc(*args)
+        seconds = time.perf_counter() - started
+        return Timed(seconds, self.last_command_seconds(started_after=time.time() - seconds))
+
+    def last_command_seconds(self, started_after: float) -> float | None:
+        listed = json.loads(self.svc("command", "list", "--max-results", "1", "--output-consumer", "machine"))
+        commands = listed if isinstance(listed, list) else listed.get("Commands") or []
+        if not commands:
+            return None
+        command = commands[0]
+        start, end = command.get("StartTs"), command.get("EndTs")
+        if not start or not end or datetime.fromisoformat(start).timestamp() < started_after - 1:
+            return None  # no command ran (a no-op re-apply)
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+    def eval_seconds(self, forma: Path) -> float:
+        started = time.perf_counter()
+        self.svc("eval", str(forma), "--output-consumer", "machine")
+        return time.perf_counter() - started
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _goal(name: str, seconds: float) -> str:
+    goal = GOALS.get(name)
+    if goal is None:
+        return ""
+    return f"  [goal ≤ {goal:g} s: {seconds / goal:.2f} of it, {'met' if seconds <= goal else 'NOT met'}]"
+
+
+def _split(timed: Timed, eval_s: float) -> str:
+    if timed.agent_seconds is None:
+        return f"(eval {eval_s:.2f} s, no command ran)"
+    rest = timed.seconds - eval_s - timed.agent_seconds
+    return f"(eval {eval_s:.2f} s + agent execution {timed.agent_seconds:.2f} s + CLI/HTTP/plan/polling {rest:.2f} s)"
+
+
+def scale(cli: Cli, directory: Path, size: int) -> None:
+    cloud = directory / f"cloud-{size}.db"
+    forma = write_forma(directory, f"chains-{size}", cloud, size, 10)
+    eval_s = cli.eval_seconds(forma)
+    applied = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait")
+    noop = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait")
+    destroyed = cli.timed("destroy", str(forma), "--yes", "--wait")
+    left = len(FakeCloud(cloud).resources())
+    print(f"{size:>6} resources  svc eval alone {eval_s:6.2f} s", flush=True)
+    print(f"        apply   {applied.seconds:7.2f} s {_split(applied, eval_s)}"
+          f"{_goal(f'apply {size}', applied.seconds)}", flush=True)
+    print(f"        no-op   {noop.seconds:7.2f} s {_split(noop, eval_s)}{_goal(f'no-op {size}', noop.seconds)}",
+          flush=True)
+    print(f"        destroy {destroyed.seconds:7.2f} s {_split(destroyed, eval_s)}"
+          f"{'' if left == 0 else f'  ({left} resources left in the cloud!)'}", flush=True)
+
+
+def latency(cli: Cli, directory: Path, size: int = 400, depth: int = 4, delay: float = 0.02) -> None:
+    cloud = directory / "cloud-latency.db"
+    FakeCloud(cloud).set_knob("latency", {"*": delay})
+    forma = write_forma(directory, "latency", cloud, size, depth)
+    eval_s = cli.eval_seconds(forma)
+    applied = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait")
+    critical = depth * delay  # a create is one plugin call; references resolve from stored state
+    bound = max(critical, size * delay / IN_FLIGHT)
+    agent = applied.agent_seconds or float("nan")
+    print(f"latency {delay * 1000:.0f} ms, {size} resources, depth {depth}, {IN_FLIGHT} in flight: lower bound "
+          f"{bound:.3f} s; agent execution {agent:.3f} s → ratio {agent / bound:.2f}; whole svc apply "
+          f"{applied.seconds:.2f} s (eval {eval_s:.2f} s) → ratio {applied.seconds / bound:.2f}"
+          f"  [goal ≤ {RATIO_GOAL}: {'met' if agent / bound <= RATIO_GOAL else 'NOT met'} for the execution]",
+          flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="svc-bench-cli-") as tmp:
+        directory = Path(tmp)
+        agent = start_agent(directory)
+        try:
+            assert agent.process is not None
+            cli = Cli(agent, directory / "data")
+            for size in args.sizes:
+                scale(cli, directory, size)
+            latency(cli, directory)
+            peak = peak_rss_mib(agent.process.pid)
+            print(f"agent peak RSS (VmHWM) {peak:.0f} MiB  [goal ≤ {RSS_GOAL_MIB} MiB: "
+                  f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]", flush=True)
+        finally:
+            agent.stop()
+
+
+if __name__ == "__main__":
+    main()

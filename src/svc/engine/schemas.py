@@ -1,0 +1,40 @@
+"""Resource schemas from their stored JSON, parsed once per distinct schema.
+
+Every change and stored resource carries its type's schema as JSON; validating it into a ``Schema`` for
+each change, each write and each view row cost more than the work it served (a command has thousands of
+changes but a handful of types). ``Schema`` values are only read, so one parsed object per distinct
+document is shared.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from svc.engine.planner.diff import opaque_fields
+from svc.schema.model import Schema
+
+_CACHED = 256  # distinct schemas kept: far more types than any agent serves
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _parse(text: str) -> Schema:
+    return Schema.model_validate(json.loads(text))
+
+
+def schema_of(document: dict[str, Any]) -> Schema:
+    """The ``Schema`` of a schema document (shared: do not modify it)."""
+    return _parse(json.dumps(document, sort_keys=True, separators=(",", ":")))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _opaque(text: str) -> frozenset[str]:
+    return opaque_fields(_parse(text))
+
+
+def opaque_fields_of(document: dict[str, Any] | None) -> frozenset[str]:
+    """The top-level opaque fields of a schema document (none without a schema)."""
+    if not document:
+        return frozenset()
+    return _opaque(json.dumps(document, sort_keys=True, separators=(",", ":")))
