@@ -5,37 +5,37 @@ writes SQL.
 """
 
 from svc.datastore.errors import (
-                                  ConflictError,
-                                  DatastoreConfigError,
-                                  DatastoreError,
-                                  DatastoreUnavailable,
-                                  InvalidCursorError,
-                                  NotFoundError,
+    ConflictError,
+    DatastoreConfigError,
+    DatastoreError,
+    DatastoreUnavailable,
+    InvalidCursorError,
+    NotFoundError,
 )
 from svc.datastore.factory import open_datastore, register_backend
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, DESTROY_FIELDS, RESOURCE_FIELDS, InvalidQueryError, Query, parse_query
 from svc.datastore.records import (
-                                  TERMINAL_COMMAND_STATES,
-                                  TERMINAL_UPDATE_STATES,
-                                  CancelOutcome,
-                                  CommandRecord,
-                                  CommandState,
-                                  DatastoreCounts,
-                                  Page,
-                                  PolicyRecord,
-                                  PolicyWrite,
-                                  ResourceSummary,
-                                  ResourceUpdateRecord,
-                                  ResourceVersion,
-                                  ResourceWrite,
-                                  RunRecord,
-                                  StackRecord,
-                                  StoreOutcome,
-                                  TargetFilter,
-                                  TargetRecord,
-                                  TargetWrite,
-                                  UpdateState,
+    TERMINAL_COMMAND_STATES,
+    TERMINAL_UPDATE_STATES,
+    CancelOutcome,
+    CommandRecord,
+    CommandState,
+    DatastoreCounts,
+    Page,
+    PolicyRecord,
+    PolicyWrite,
+    ResourceSummary,
+    ResourceUpdateRecord,
+    ResourceVersion,
+    ResourceWrite,
+    RunRecord,
+    StackRecord,
+    StoreOutcome,
+    TargetFilter,
+    TargetRecord,
+    TargetWrite,
+    UpdateState,
 )
 
 __all__ = [
