@@ -26,6 +26,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
+from support.aws import dummy_aws_credentials
 from support.rdsdata import RdsDataStandIn, temporary_database
 from svc.config.model import DatastoreConfig
 from svc.datastore import Datastore, open_datastore
@@ -112,13 +113,7 @@ def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Datast
 @pytest.fixture(scope="session")
 def aws_test_credentials() -> Iterator[None]:
     """Dummy credentials for the standard chain, and no user AWS config leaking into the tests."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        patch.setenv("AWS_CONFIG_FILE", os.devnull)
-        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION"):
-            patch.delenv(name, raising=False)
+    with dummy_aws_credentials():
         yield
 
 

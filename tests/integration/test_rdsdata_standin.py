@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from botocore.exceptions import ClientError
 
+from support.aws import dummy_aws_credentials
 from support.rdsdata import MIB, ErrorStyle, NotReadyKind, RdsDataStandIn, temporary_database
 
 POSTGRES_URL = os.environ.get("SVC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -32,13 +33,7 @@ Client = Any  # botocore generates the rds-data client class at run time
 @pytest.fixture(scope="module", autouse=True)
 def aws_env() -> Iterator[None]:
     """Dummy credentials from the environment, and no user AWS config leaking into the tests."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AWS_ACCESS_KEY_ID", "testing")
-        patch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        patch.setenv("AWS_CONFIG_FILE", os.devnull)
-        patch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_RETRY_MODE", "AWS_MAX_ATTEMPTS"):
-            patch.delenv(name, raising=False)
+    with dummy_aws_credentials():
         yield
 
 
