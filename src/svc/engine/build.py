@@ -8,6 +8,7 @@ from pathlib import Path
 from svc import __version__
 from svc.config.model import AgentConfig, RetryConfig
 from svc.datastore.interface import Datastore
+from svc.engine.background import PeriodicJob
 from svc.engine.engine import Engine, EngineSettings, PluginLimits
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
@@ -67,4 +68,8 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
     settings = EngineSettings(retry=retry_policy(config.retry), plugins=limits, agent_id=agent_id,
                               agent_version=agent_version)
     catalog = Catalog(frozenset(runners), types)
-    return Engine(datastore, runners, catalog, Sealer.from_file(key_file or data_dir() / "engine.key"), settings)
+    engine = Engine(datastore, runners, catalog, Sealer.from_file(key_file or data_dir() / "engine.key"), settings)
+    sync = config.synchronization
+    engine.jobs["synchronization"] = PeriodicJob("synchronization", engine.synchronize, enabled=sync.enabled,
+                                                 interval=sync.interval.total_seconds(), first_delay=2.0)
+    return engine

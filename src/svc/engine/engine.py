@@ -25,6 +25,7 @@ from svc.datastore.records import (
     TargetWrite,
     UpdateState,
 )
+from svc.engine.background import PeriodicJob
 from svc.engine.errors import ConflictingCommands, InvalidForma
 from svc.engine.executor import CommandRun, Node
 from svc.engine.graph import build_graph
@@ -88,6 +89,7 @@ class Engine:
         self._started = False
         self.writer = BatchWriter(datastore)
         self._detached: set[asyncio.Task[None]] = set()
+        self.jobs: dict[str, PeriodicJob] = {}  # background work by name ("synchronization", "discovery", …)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -100,9 +102,14 @@ class Engine:
             cursor=c, limit=PAGE)))
         for command in sorted(incomplete, key=lambda c: (c.start_ts, c.id)):
             await self._recover(command)
+        for job in self.jobs.values():
+            job.start()
 
     async def stop(self) -> None:
-        """Stops running commands where they are (a later start resumes them) and closes the plugins."""
+        """Stops background jobs and running commands where they are (a later start resumes them), then
+        closes the plugins."""
+        for job in self.jobs.values():
+            await job.stop()
         tasks = [*self._tasks.values(), *self._detached]
         for task in tasks:
             task.cancel()

@@ -1,0 +1,62 @@
+"""Background jobs: work the agent repeats on a timer and can be asked to run now.
+
+Synchronization, discovery, the TTL sweep and auto-reconcile each run as one ``PeriodicJob``: the
+first run ``first_delay`` after start, then ``interval`` after each run *ends* (a slow run never
+overlaps the next). ``run_now`` (the ``/admin/*`` endpoints) starts a run at once, or joins the one
+in progress, and returns its result. A failing run is logged and the timer goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("svc.engine.background")
+
+
+class PeriodicJob:
+    def __init__(self, name: str, work: Callable[[], Awaitable[Any]], *, interval: float, first_delay: float = 0.0,
+                 enabled: bool = True) -> None:
+        self.name = name
+        self.interval = interval
+        self.first_delay = first_delay
+        self.enabled = enabled
+        self._work = work
+        self._timer: asyncio.Task[None] | None = None
+        self._current: asyncio.Task[Any] | None = None
+
+    def start(self) -> None:
+        """Starts the timer (when enabled); ``run_now`` works either way."""
+        if self.enabled and self._timer is None:
+            self._timer = asyncio.create_task(self._loop(), name=f"{self.name} timer")
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._timer, self._current) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._timer = self._current = None
+
+    async def run_now(self) -> Any:
+        """Runs the job now (or waits for the run in progress) and returns what it returned."""
+        if self._current is None or self._current.done():
+            self._current = asyncio.create_task(self._work(), name=self.name)
+        return await asyncio.shield(self._current)
+
+    @property
+    def running(self) -> bool:
+        return self._current is not None and not self._current.done()
+
+    async def _loop(self) -> None:
+        delay = self.first_delay
+        while True:
+            await asyncio.sleep(delay)
+            delay = self.interval
+            try:
+                await self.run_now()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the next run may succeed (a datastore back, a plugin restarted)
+                log.exception("%s failed; next run in %.0f s", self.name, self.interval)
