@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -93,6 +96,51 @@ def start_agent(directory: Path) -> Agent:
 class Timed:
     seconds: float
     agent_seconds: float | None  # the command's StartTs → EndTs, when a command ran
+    cpu: Cpu
+
+
+@dataclass
+class Cpu:
+    """CPU seconds spent meanwhile: by the svc process (with Pkl), by the agent, by its plugin processes.
+    Unlike wall times, these hardly change when other work shares the machine."""
+
+    cli: float = 0.0
+    agent: float = 0.0
+    plugins: float = 0.0
+
+    def __sub__(self, other: Cpu) -> Cpu:
+        return Cpu(self.cli - other.cli, self.agent - other.agent, self.plugins - other.plugins)
+
+    def __str__(self) -> str:
+        return f"CPU: svc {self.cli:.2f} s, agent {self.agent:.2f} s, plugin {self.plugins:.2f} s"
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu(pid: int) -> float:
+    """User + system seconds of a live process (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def cpu_now(agent_pid: int) -> Cpu:
+    cli = resource.getrusage(resource.RUSAGE_CHILDREN)  # every svc process this bench ran and waited for
+    return Cpu(cli.ru_utime + cli.ru_stime, _process_cpu(agent_pid),
+               sum(_process_cpu(child) for child in _children(agent_pid)))
 
 
 class Cli:
@@ -103,15 +151,20 @@ class Cli:
     def svc(self, *args: str, timeout: float = 1800) -> str:
         result = run_svc(*args, "--config", str(self.agent.config), env=self.env, timeout=timeout)
         if result.returncode != 0:
+            kept = Path(tempfile.gettempdir()) / "svc-bench-cli-agent.log"  # the agent's directory goes at exit
+            shutil.copyfile(self.agent.log, kept)
             raise SystemExit(f"svc {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-2000:]}\n"
-                             f"agent log: {self.agent.log}")
+                             f"agent log: {kept}")
         return result.stdout
 
     def timed(self, *args: str) -> Timed:
+        assert self.agent.process is not None
+        cpu = cpu_now(self.agent.process.pid)
         started = time.perf_counter()
         self.svc(*args)
         seconds = time.perf_counter() - started
-        return Timed(seconds, self.last_command_seconds(started_after=time.time() - seconds))
+        spent = cpu_now(self.agent.process.pid) - cpu
+        return Timed(seconds, self.last_command_seconds(started_after=time.time() - seconds), spent)
 
     def last_command_seconds(self, started_after: float) -> float | None:
         listed = json.loads(self.svc("command", "list", "--max-results", "1", "--output-consumer", "machine"))
@@ -146,9 +199,14 @@ def _goal(name: str, seconds: float) -> str:
 
 def _split(timed: Timed, eval_s: float) -> str:
     if timed.agent_seconds is None:
-        return f"(eval {eval_s:.2f} s, no command ran)"
+        return f"(eval {eval_s:.2f} s, no command ran; {timed.cpu})"
     rest = timed.seconds - eval_s - timed.agent_seconds
-    return f"(eval {eval_s:.2f} s + agent execution {timed.agent_seconds:.2f} s + CLI/HTTP/plan/polling {rest:.2f} s)"
+    return (f"(eval {eval_s:.2f} s + agent execution {timed.agent_seconds:.2f} s + CLI/HTTP/plan/polling {rest:.2f} s;"
+            f" {timed.cpu})")
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{n:.1f}" for n in os.getloadavg())
 
 
 def scale(cli: Cli, directory: Path, size: int) -> None:
@@ -180,8 +238,8 @@ def latency(cli: Cli, directory: Path, size: int = 400, depth: int = 4, delay: f
     print(f"latency {delay * 1000:.0f} ms, {size} resources, depth {depth}, {IN_FLIGHT} in flight: lower bound "
           f"{bound:.3f} s; agent execution {agent:.3f} s → ratio {agent / bound:.2f}; whole svc apply "
           f"{applied.seconds:.2f} s (eval {eval_s:.2f} s) → ratio {applied.seconds / bound:.2f}"
-          f"  [goal ≤ {RATIO_GOAL}: {'met' if agent / bound <= RATIO_GOAL else 'NOT met'} for the execution]",
-          flush=True)
+          f"  [goal ≤ {RATIO_GOAL}: {'met' if agent / bound <= RATIO_GOAL else 'NOT met'} for the execution]"
+          f"; {applied.cpu}", flush=True)
 
 
 def main() -> None:
@@ -194,12 +252,13 @@ def main() -> None:
         try:
             assert agent.process is not None
             cli = Cli(agent, directory / "data")
+            print(f"machine: {os.cpu_count()} CPUs, {_load()} at the start", flush=True)
             for size in args.sizes:
                 scale(cli, directory, size)
             latency(cli, directory)
             peak = peak_rss_mib(agent.process.pid)
             print(f"agent peak RSS (VmHWM) {peak:.0f} MiB  [goal ≤ {RSS_GOAL_MIB} MiB: "
-                  f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]", flush=True)
+                  f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]; {_load()} at the end", flush=True)
         finally:
             agent.stop()
 

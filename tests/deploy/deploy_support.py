@@ -7,20 +7,16 @@ second conftest module would shadow it.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from support.processes import free_port
+from support.moto import MotoStartError
+from support.moto import moto_server as shared_moto_server
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -45,31 +41,11 @@ def fill(document: Any, values: dict[str, str]) -> Any:
 def moto_server(log: Path) -> Iterator[str]:
     """``moto_server`` on a free loopback port; yields its URL. Services it creates start with 0 of
     their tasks running (moto's default), so a test decides when a service becomes stable by scaling it."""
-    port = free_port()
-    server = Path(sys.executable).parent / "moto_server"
-    env = {**os.environ, "MOTO_ECS_SERVICE_RUNNING": "0"}
-    with log.open("wb") as output:
-        process = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
-                                   stdout=output, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{url}/moto-api/", timeout=1)
-                break
-            except httpx.HTTPError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"moto_server did not start:\n{log.read_text(errors='replace')}")
-                time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        with shared_moto_server(log, {"MOTO_ECS_SERVICE_RUNNING": "0"}) as url:
+            yield url
+    except MotoStartError as error:
+        pytest.fail(str(error))
 
 
 def aws_environment(tmp_path: Path) -> dict[str, str]:

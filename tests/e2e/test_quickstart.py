@@ -9,6 +9,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
 from support.processes import run_svc
@@ -53,6 +54,35 @@ def test_quickstart_script(home: Path) -> None:
         again = run_svc("apply", "--mode", "reconcile", str(REPO / "examples" / "quickstart.pkl"), "--config",
                         str(CONFIG), "--yes", "--wait")
         assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
+        walk_on(home)
     finally:
         run_svc("agent", "stop")
     assert port_is_free(49684)
+
+
+def walk_on(home: Path) -> None:
+    """The README's walk after the quick start, with its commands (the CLI's default config reaches the
+    agent): a hand edit, synchronized, refuses the reconcile; extract keeps it, --force reverts it."""
+    forma = str(REPO / "examples" / "quickstart.pkl")
+    style = home / "svc-quickstart" / "site" / "style.css"
+    style.write_text("h1 { color: red; }\n")
+    synced = httpx.post("http://localhost:49684/api/v1/admin/synchronize", timeout=60)
+    assert synced.status_code == 200 and synced.json()["CommandId"], synced.text
+    refused = run_svc("apply", "--mode", "reconcile", forma, "--yes", "--wait", env={"COLUMNS": "200"})
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert 'replace /Content: "h1 { color: red; }\\n"' in refused.stdout, refused.stdout
+    assert "svc extract --query 'stack:quickstart'" in refused.stdout, refused.stdout
+
+    now = home / "quickstart-now.pkl"
+    extracted = run_svc("extract", "--query", "stack:quickstart", str(now))
+    assert extracted.returncode == 0 and f"Extracted 4 resource(s) to '{now}'" in extracted.stdout, extracted.stderr
+    assert 'content = "h1 { color: red; }\\n"' in now.read_text()
+    kept = run_svc("apply", "--mode", "reconcile", str(now), "--yes", "--wait")
+    assert kept.returncode == 0 and "No changes needed" in kept.stdout, kept.stdout + kept.stderr
+    assert style.read_text() == "h1 { color: red; }\n"
+
+    forced = run_svc("apply", "--mode", "reconcile", "--force", forma, "--yes", "--wait")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "teal" in style.read_text()
+    again = run_svc("apply", "--mode", "reconcile", forma, "--yes", "--wait")
+    assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr

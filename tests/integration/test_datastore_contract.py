@@ -299,3 +299,20 @@ def test_batched_writes_follow_the_same_rules(datastore: Datastore) -> None:
     assert not outcomes[0].changed and outcomes[1].operation == "create"
     assert outcomes[3].ksuid == outcomes[2].ksuid and outcomes[3].operation == "update"
     assert datastore.count_resources() == 603
+
+
+def test_conditional_writes_apply_only_to_the_version_they_were_based_on(datastore: Datastore) -> None:
+    """``if_version``: synchronization stores what it read only if nobody rewrote the resource meanwhile."""
+    first = datastore.store_resource(write("a", properties={"Size": 1}))
+    moved = datastore.store_resource(write("a", ksuid=first.ksuid, properties={"Size": 2}))
+    stale = datastore.store_resources([write("a", ksuid=first.ksuid, properties={"Size": 3}, if_version=first.version),
+                                       write("b", if_version="0" * 27)])
+    assert [(o.changed, o.operation) for o in stale] == [(False, None), (False, None)]
+    assert datastore.get_resource(first.ksuid).properties == {"Size": 2}  # type: ignore[union-attr]
+    assert datastore.get_resource_by_label("prod", BUCKET, "b") is None
+    fresh = datastore.store_resource(write("a", ksuid=first.ksuid, properties={"Size": 3}, if_version=moved.version))
+    assert fresh.changed and fresh.operation == "update"
+    assert not datastore.delete_resource(first.ksuid, if_version=moved.version).changed
+    assert datastore.get_resource(first.ksuid) is not None
+    assert datastore.delete_resource(first.ksuid, if_version=fresh.version).operation == "delete"
+    assert datastore.get_resource(first.ksuid) is None

@@ -124,6 +124,20 @@ def test_policies_inline_standalone_and_attached(datastore: Datastore) -> None:
     assert datastore.get_policy("nightly") == shared
 
 
+def test_deleting_a_stack_takes_its_inline_policies_and_detaches_standalone_ones(datastore: Datastore) -> None:
+    stack = datastore.create_stack("temp")
+    datastore.put_policy(PolicyWrite("temp-ttl", "ttl", {"TTLSeconds": 60}, stack_id=stack.id))
+    shared = datastore.put_policy(PolicyWrite("shared", "ttl", {"TTLSeconds": 600}))
+    datastore.attach_policy(stack.id, shared.id)
+    assert datastore.delete_stack("temp")
+    assert datastore.get_policy("temp-ttl", stack.id) is None
+    assert datastore.list_policies(stack_id=stack.id).items == ()
+    assert datastore.get_policy("shared") == shared  # standalone policies outlive the stacks using them
+    again = datastore.create_stack("temp")  # a new stack with the label starts without policies
+    assert datastore.list_policies(stack_id=again.id).items == ()
+    assert datastore.list_attached_policies(again.id).items == ()
+
+
 # -- commands and resource updates ------------------------------------------------------------------------
 
 def command(command_id: str | None = None, **fields: object) -> CommandRecord:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 # Variables that would let the developer's own AWS setup (profile, region, retry policy) leak into a test.
@@ -24,3 +27,73 @@ def dummy_aws_credentials() -> Iterator[None]:
         for name in _LEAKY:
             patch.delenv(name, raising=False)
         yield
+
+
+# -- the AWS plugin against moto ----------------------------------------------------------------------------------
+
+AWS_TEST_REGION = "us-east-1"
+
+
+def aws_environment(directory: Path) -> dict[str, str]:
+    """Environment variables for a process (an agent, its plugins, boto3 in a test) that talks to moto: dummy
+    credentials for the standard chain, and no config files, region or profile of the developer's."""
+    return {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_CONFIG_FILE": str(directory / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(directory / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+def target_config(endpoint_url: str, region: str = AWS_TEST_REGION) -> dict[str, str]:
+    """An AWS target's config as the plugin receives it."""
+    return {"Type": "AWS", "Region": region, "EndpointUrl": endpoint_url}
+
+
+def target_pkl(endpoint_url: str, region: str = AWS_TEST_REGION) -> str:
+    """The same target in a forma (with ``import "@aws/aws.pkl"``)."""
+    return f'new aws.Config {{ region = "{region}"; endpointUrl = "{endpoint_url}" }}'
+
+
+def boto_client(endpoint_url: str, service: str, region: str = AWS_TEST_REGION) -> Any:
+    """A boto3 client on moto with dummy credentials, for changes behind svc's back."""
+    return boto3.client(service, region_name=region, endpoint_url=endpoint_url, aws_access_key_id="testing",
+                        aws_secret_access_key="testing")
+
+
+@contextmanager
+def isolated_aws_home(directory: Path, credentials: dict[str, str] | None = None) -> Iterator[Path]:
+    """For a module's worth of tests: a fresh HOME (svc's data, config, PID file under ``directory``) and the
+    environment of ``aws_environment``, optionally with other credentials; yields the home."""
+    home = directory / "home"
+    home.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        settings = {**aws_environment(directory), **(credentials or {}), "HOME": str(home),
+                    "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share"),
+                    "SVC_PID_FILE": str(directory / "agent.pid")}
+        for name, value in settings.items():
+            patch.setenv(name, value)
+        for name in _LEAKY:
+            patch.delenv(name, raising=False)
+        yield home
+
+
+def agent_config_pkl(path: Path, port: int, *, plugin: str = "", agent: str = "") -> Path:
+    """An agent (and CLI) config with the AWS plugin (``plugin``: members of its ``PluginConfig``), SQLite
+    next to ``path``, short retries, synchronization and discovery only when asked (``POST /admin/…``)."""
+    path.write_text(f"""\
+amends "svc:/Config.pkl"
+import "plugins:/AWS.pkl"
+agent {{
+  server {{ bindAddress = "127.0.0.1"; port = {port} }}
+  datastore {{ sqlite {{ filePath = "{path.parent / 'svc.db'}" }} }}
+  resourcePlugins {{ new AWS.PluginConfig {{ {plugin} }} }}
+  retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 3 }}
+  synchronization {{ enabled = false }}
+  discovery {{ enabled = false }}
+  {agent}
+}}
+cli {{ api {{ url = "http://localhost"; port = {port} }} }}
+""")
+    return path

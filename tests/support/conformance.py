@@ -7,11 +7,13 @@ subprocess host) and the real ``svc`` CLI, and talks to the plugin directly thro
 as the reference harness does, for reads and lists:
 
     create → read → apply again (no changes) → update in place → replace on a create-only change → list
-    → out-of-band change seen by read → out-of-band delete seen by read (and by destroy: "already gone")
+    → out-of-band change seen by read and by synchronization → out-of-band delete seen by read, by
+    synchronization and (recreated with ``--force``, deleted again) by destroy ("already gone")
     → delete
 
-Phases the next engineer adds (discovery as unmanaged, extract round trip) are hooks that skip with a
-TODO, so the matrix shows them.
+``discovery_phase`` creates the resource out of band, has the agent discover it as unmanaged and adopts it
+from a forma. Phases the next engineer adds (extract round trip) are hooks that skip with a TODO, so the
+matrix shows them.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ import textwrap
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
+
+import httpx
 
 from support.processes import Agent, free_port, run_svc
 from svc.plugins.host import HostedPlugin
 from svc.plugins.installed import installed_plugins
 from svc.plugins.runner import Call
-from svc.plugins.sdk import ErrorCode, ListResult, ReadResult
+from svc.plugins.sdk import ErrorCode, ListResult, ReadResult, Status
 
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -53,6 +57,8 @@ class Case:
     change_out_of_band: Callable[[str], Json]  # native id → changes the resource, returns the new properties
     delete_out_of_band: Callable[[str], None]
     label: str = "subject"
+    stack: str = "conformance"  # cases sharing an agent each take a stack of their own
+    setup: str = ""  # Pkl declaring resources the subject needs (a parent: `local net = …` and `net`), in every variant
     plugin_config: str = ""  # members of the plugin's PluginConfig in the agent config
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -113,11 +119,12 @@ class Bench:
 
     def forma(self, variant: str | None) -> Path:
         path = self.directory / f"{self.case.id}-{variant or 'empty'}.pkl"
-        body = self.case.resources[variant] if variant else ""
+        body = "" if variant is None else textwrap.dedent(self.case.setup) + "\n" + (
+            "" if variant == "setup" else textwrap.dedent(self.case.resources[variant]))
         path.write_text(
             'amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\n' + textwrap.dedent(self.case.imports) + "\n"
             "forma {\n"
-            '  new svc.Stack { label = "conformance" }\n'
+            f'  new svc.Stack {{ label = "{self.case.stack}" }}\n'
             f'  new svc.Target {{ label = "target"; config = {self.case.target} }}\n'
             + textwrap.indent(textwrap.dedent(body), "  ") + "\n}\n")
         return path
@@ -128,9 +135,14 @@ class Bench:
         return result
 
     def inventory(self) -> dict[str, Json]:
-        result = self.svc("inventory", "resources", "--query", "stack:conformance", "--output-consumer", "machine")
-        assert result.returncode == 0, result.stderr
-        return {resource["Label"]: resource for resource in json.loads(result.stdout)["Resources"]}
+        """The stack's resources by label, from the API that ``svc inventory resources`` prints (asked directly:
+        a CLI process per look costs a second, and a case looks a dozen times)."""
+        response = httpx.get(f"{self.agent.url}/api/v1/resources", params={"query": f"stack:{self.case.stack}"},
+                             timeout=60)
+        if response.status_code == 404:  # nothing found
+            return {}
+        assert response.status_code == 200, response.text
+        return {resource["Label"]: resource for resource in response.json()["Resources"]}
 
     def native_id(self) -> str:
         found = self.inventory().get(self.case.label)
@@ -181,8 +193,20 @@ def _subset(actual: Json | None, expected: Json) -> bool:
 
 # -- the phases -----------------------------------------------------------------------------------------------
 
-def run_conformance(case: Case, directory: Path) -> None:
-    with bench(case, directory) as b:
+@contextmanager
+def _bench_for(case: Case, directory: Path, shared: Bench | None) -> Iterator[Bench]:
+    """The shared bench (one agent for a module's cases) with this case, or an agent of the case's own."""
+    if shared is not None:
+        yield replace(shared, case=case)
+        return
+    with bench(case, directory) as own:
+        yield own
+
+
+def run_conformance(case: Case, directory: Path, shared: Bench | None = None) -> None:
+    """``shared``: an agent already running the case's plugin (``bench(…)`` of an earlier case), reused.
+    A case without a ``replace`` variant (a type with no create-only field) skips that phase."""
+    with _bench_for(case, directory, shared) as b:
         with phase("create"):
             created = b.apply("base")
             assert "succeeded" in created.stdout, created.stdout
@@ -206,12 +230,16 @@ def run_conformance(case: Case, directory: Path) -> None:
             assert _subset(b.inventory()[case.label]["Properties"], case.expected["update"])
 
         with phase("replace"):
-            b.apply("replace")
-            replaced = b.native_id()
-            assert replaced != native_id, "a create-only change kept the native id"
-            assert b.plugin.read(case, native_id).error_code is ErrorCode.NOT_FOUND, "the old resource is still there"
-            assert _subset(b.plugin.read(case, replaced).properties, case.expected["replace"])
-            native_id = replaced
+            if "replace" not in case.resources:  # later phases use the updated resource as the "replace" one
+                case.resources["replace"] = case.resources["update"]
+                case.expected["replace"] = case.expected["update"]
+            else:
+                b.apply("replace")
+                replaced = b.native_id()
+                assert replaced != native_id, "a create-only change kept the native id"
+                assert b.plugin.read(case, native_id).error_code is ErrorCode.NOT_FOUND, "the old one is still there"
+                assert _subset(b.plugin.read(case, replaced).properties, case.expected["replace"])
+                native_id = replaced
 
         with phase("list"):
             listed = b.plugin.list_all(case)
@@ -222,14 +250,20 @@ def run_conformance(case: Case, directory: Path) -> None:
             changed = case.change_out_of_band(native_id)
             read = b.plugin.read(case, native_id)
             assert read.error_code is None and _subset(read.properties, changed), read
-            # TODO(issue 6 item 4, synchronization): `POST /api/v1/admin/synchronize`, then the inventory holds
-            # `changed` as a new version.
+            _synchronize(b)  # the agent stores what it reads as a new version (drift: see tests/e2e/test_drift.py)
+            stored = _stored_values(b.inventory()[case.label]["Properties"])
+            assert _subset(stored, changed), f"synchronization did not store {changed}: {stored}"
 
         with phase("out-of-band delete"):
             case.delete_out_of_band(native_id)
             read = b.plugin.read(case, native_id)
             assert read.error_code is ErrorCode.NOT_FOUND, read
-            # The agent notices too: a destroy finds it gone (a read first) and only forgets it.
+            _synchronize(b)
+            assert case.label not in b.inventory(), "synchronization kept a resource the provider no longer has"
+            _force(b, "replace")  # the drift is reverted: what the forma declares comes back…
+            native_id = b.native_id()
+            case.delete_out_of_band(native_id)
+            # …and deleted again, before a synchronization: a destroy finds it gone (a read first) and forgets it.
             destroyed = b.svc("destroy", str(b.forma("replace")), "--yes", "--wait")
             assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
             assert case.label not in b.inventory()
@@ -244,17 +278,107 @@ def run_conformance(case: Case, directory: Path) -> None:
             assert native_id not in b.plugin.list_all(case, page_size=100)
 
 
-def discovery_phase(case: Case, directory: Path) -> None:
-    """TODO(issue 6 item 3, discovery): create the resource out of band, `POST /api/v1/admin/discover`, and
-    check it appears on the `$unmanaged` stack with its type; then adopt it from a forma without a create."""
-    import pytest
-
-    pytest.skip("discovery lands with issue 6 item 3; this hook is where its conformance phase goes")
+def _synchronize(b: Bench) -> None:
+    """``POST /admin/synchronize``: one synchronization pass, answered when it ends."""
+    response = httpx.post(f"{b.agent.url}/api/v1/admin/synchronize", timeout=120)
+    assert response.status_code == 200, response.text
 
 
-def extract_phase(case: Case, directory: Path) -> None:
-    """TODO(issue 6 item 5, extract): apply the base forma, `svc extract --query stack:conformance FILE`, then
-    a simulated apply of FILE plans zero changes."""
-    import pytest
+def _stored_values(properties: Json) -> Json:
+    """Stored properties with value envelopes (``{"$value": …}``) as their values."""
+    return {k: v["$value"] if isinstance(v, dict) and "$value" in v else v for k, v in properties.items()}
 
-    pytest.skip("extract lands with issue 6 item 5; this hook is where its conformance phase goes")
+
+def _force(b: Bench, variant: str) -> None:
+    forced = b.svc("apply", "--mode", "reconcile", "--force", str(b.forma(variant)), "--yes", "--wait")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+
+
+def discovery_phase(case: Case, directory: Path, shared: Bench | None = None) -> None:
+    """The resource is created out of band (through the plugin), ``POST /api/v1/admin/discover`` finds it and
+    stores it unmanaged in ``$unmanaged`` with its type and properties; a forma that declares it (``alias`` =
+    its discovered label) then adopts it in place: same native id, nothing created."""
+    with _bench_for(case, directory, shared) as b:
+        with phase("discovery"):
+            native_id = _create_out_of_band(b)
+            targets = directory / f"{case.id}-targets.pkl"  # the target alone: a stack without resources is refused
+            targets.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\n' + textwrap.dedent(case.imports)
+                               + f'\nforma {{\n  new svc.Target {{ label = "target"; config = {case.target} }}\n}}\n')
+            registered = b.svc("apply", "--mode", "patch", str(targets), "--yes", "--wait")
+            assert registered.returncode == 0, registered.stdout + registered.stderr
+            response = httpx.post(f"{b.agent.url}/api/v1/admin/discover", timeout=120)
+            assert response.status_code == 200, response.text
+            listed = b.svc("inventory", "resources", "--query", "managed:false", "--output-consumer", "machine")
+            assert listed.returncode == 0, listed.stderr
+            found = [r for r in json.loads(listed.stdout)["Resources"]
+                     if r.get("NativeID") == native_id and r["Type"] == case.resource_type]
+            assert len(found) == 1, f"{native_id} not discovered: {listed.stdout}"
+            [discovered] = found
+            assert discovered["Stack"] == "$unmanaged" and not discovered.get("Managed"), discovered
+            assert _subset(discovered["Properties"], case.expected["base"]), discovered
+
+        with phase("adoption"):
+            before = b.plugin.list_all(case, page_size=100)
+            declaration = case.resources["base"].replace(f'label = "{case.label}"',
+                                                         f'label = "{case.label}"; alias = "{discovered["Label"]}"', 1)
+            adopting = Bench(replace(case, resources={**case.resources, "adopt": declaration}), b.agent, directory,
+                             b.plugin)
+            adopting.apply("adopt")
+            adopted = b.inventory()[case.label]
+            assert adopted["NativeID"] == native_id and adopted.get("Managed"), adopted
+            assert adopted["Ksuid"] == discovered["Ksuid"], "adoption minted a new identity"
+            assert sorted(b.plugin.list_all(case, page_size=100)) == sorted(before), "adoption created a resource"
+
+
+def _create_out_of_band(b: Bench) -> str:
+    """Creates the base resource through the plugin directly (its properties as ``svc eval`` renders them)."""
+    if b.case.setup:  # the subject's parents, managed by svc; its references to them resolved from the inventory
+        b.apply("setup")
+    evaluated = b.svc("eval", str(b.forma("base")), "--output-consumer", "machine")
+    assert evaluated.returncode == 0, evaluated.stderr
+    [resource] = [r for r in json.loads(evaluated.stdout)["Resources"] if r["Label"] == b.case.label]
+    properties = _resolved(resource["Properties"], b.inventory() if b.case.setup else {})
+    call = Call(b.case.resource_type, b.case.target_config, 30.0)
+    progress = b.plugin.run(b.plugin.host.create(call, "out-of-band", properties))
+    assert progress.status is Status.SUCCESS and progress.native_id, progress
+    return progress.native_id
+
+
+def _resolved(value: Any, inventory: dict[str, Json]) -> Any:
+    """``value`` with each ``$res`` reference replaced by the stored property it names."""
+    if isinstance(value, dict) and value.get("$res"):
+        found = inventory[value["$label"]]
+        stored = {**(found.get("ReadOnlyProperties") or {}), **found["Properties"]}.get(value["$property"])
+        return stored["$value"] if isinstance(stored, dict) and "$value" in stored else stored
+    if isinstance(value, dict):
+        return {key: _resolved(item, inventory) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_resolved(item, inventory) for item in value]
+    return value
+
+
+def extract_phase(case: Case, directory: Path, shared: Bench | None = None) -> None:
+    """The base resource applied, then ``svc extract --query stack:conformance FILE``: FILE evaluates offline
+    (``svc eval``) to the same resource, and a reconcile of it plans no changes, simulated and for real (what
+    the provider filled in, such as defaults, is written out; secrets and write-only fields are handled so
+    that nothing differs)."""
+    with _bench_for(case, directory, shared) as b:
+        with phase("extract"):
+            b.apply("base")
+            extracted = directory / f"{case.id}-extracted.pkl"
+            result = b.svc("extract", "--query", f"stack:{case.stack}", str(extracted), "--yes")
+            assert result.returncode == 0, result.stdout + result.stderr
+            count = len(b.inventory())  # the subject, and its setup's resources
+            assert f"Extracted {count} resource(s) to '{extracted}'" in result.stdout, result.stdout
+            evaluated = b.svc("eval", str(extracted), "--output-consumer", "machine")
+            assert evaluated.returncode == 0, evaluated.stderr
+            [resource] = [r for r in json.loads(evaluated.stdout)["Resources"] if r["Label"] == case.label]
+            assert (resource["Label"], resource["Type"], resource["Stack"]) == (case.label, case.resource_type,
+                                                                                case.stack), resource
+            simulated = b.svc("apply", "--mode", "reconcile", str(extracted), "--simulate",
+                              "--output-consumer", "machine")
+            assert simulated.returncode == 0, simulated.stderr
+            plan = json.loads(simulated.stdout)
+            assert plan["ChangesRequired"] is False, f"the extracted forma plans changes: {plan}\n{extracted.read_text()}"
+            again = b.svc("apply", "--mode", "reconcile", str(extracted), "--yes", "--wait")
+            assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr

@@ -88,8 +88,9 @@ class World:
 
 
 @contextmanager
-def fake_world(tmp_path: Path) -> Iterator[World]:
-    """An agent with FAKE enabled (fast retries, no background loops); stopped afterwards."""
+def fake_world(tmp_path: Path, agent_config: str = "") -> Iterator[World]:
+    """An agent with FAKE enabled (fast retries, no background loops); stopped afterwards.
+    ``agent_config`` adds members to its ``agent`` block (e.g. ``oTel { … }``)."""
     port = free_port()
     cloud_path = tmp_path / "cloud.db"
     config = tmp_path / "agent.pkl"
@@ -103,6 +104,7 @@ def fake_world(tmp_path: Path) -> Iterator[World]:
           retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 5 }}
           synchronization {{ enabled = false }}
           discovery {{ enabled = false }}
+          {agent_config}
         }}
         cli {{ api {{ url = "http://localhost"; port = {port} }} }}
     """))

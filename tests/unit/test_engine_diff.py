@@ -56,6 +56,19 @@ def test_entity_set_provider_default_elements_are_kept():
     assert generate_patch(stored, {"Tags": [{"Key": "Name", "Value": "a"}], "Image": "i"}, SERVER, exact=True).empty
 
 
+def test_provider_default_under_a_list_inside_an_object_is_not_drift():
+    # S3's BucketEncryption.ServerSideEncryptionConfiguration[].BucketKeyEnabled: read back false when omitted.
+    from svc.schema.model import FieldHint, Schema
+
+    schema = Schema(Identifier="$.Name", Fields=("Encryption",), Hints={
+        "Encryption": FieldHint(), "Encryption.Rules": FieldHint(), "Encryption.Rules.Algorithm": FieldHint(),
+        "Encryption.Rules.KeyEnabled": FieldHint(HasProviderDefault=True)})
+    stored = {"Encryption": {"Rules": [{"Algorithm": "AES256", "KeyEnabled": False}]}}
+    assert generate_patch(stored, {"Encryption": {"Rules": [{"Algorithm": "AES256"}]}}, schema, exact=True).empty
+    changed = generate_patch(stored, {"Encryption": {"Rules": [{"Algorithm": "aws:kms"}]}}, schema, exact=True)
+    assert not changed.empty
+
+
 def test_opaque_compared_by_hash_unchanged_secret_not_resent():
     stored = {"Name": "b", "ApiKey": values.hashed_secret("k1")}
     assert generate_patch(stored, {"Name": "b", "ApiKey": "k1"}, BUCKET, exact=True).empty

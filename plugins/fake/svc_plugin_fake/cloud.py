@@ -99,6 +99,13 @@ class FakeCloud:
                                 (resource_type,) if resource_type else ()).fetchall()
         return {row[0]: {"type": row[1], "properties": json.loads(row[2])} for row in rows}
 
+    def native_ids(self, resource_type: str, *, offset: int = 0, limit: int = -1) -> list[str]:
+        """The native ids of a type in order, one slice of them (no properties decoded: listing is cheap)."""
+        with self.reading() as conn:
+            rows = conn.execute("SELECT native_id FROM resources WHERE type = ? ORDER BY native_id LIMIT ? OFFSET ?",
+                                (resource_type, limit, offset)).fetchall()
+        return [row[0] for row in rows]
+
     def get(self, native_id: str) -> dict[str, Any] | None:
         with self.reading() as conn:
             row = conn.execute("SELECT type, properties FROM resources WHERE native_id = ?", (native_id,)).fetchone()

@@ -207,13 +207,16 @@ class Plugin:
         cloud = self._cloud(ctx)
         self._spec(ctx)  # an unknown type is an InvalidRequest
         self._gate(cloud, ctx, "list")
-        found = cloud.resources(ctx.resource_type)
-        ids = sorted(native_id for native_id, resource in found.items()
-                     if all(str(resource["properties"].get(key)) == value for key, value in filters.items()))
         start = int(page_token or 0)
-        page = ids[start:start + page_size]
-        more = start + page_size < len(ids)
-        return ListResult(page, str(start + page_size) if more else None)
+        if filters:  # a child type listed by its parent's value
+            found = cloud.resources(ctx.resource_type)
+            ids = sorted(native_id for native_id, resource in found.items()
+                         if all(str(resource["properties"].get(key)) == value for key, value in filters.items()))
+            ids = ids[start:start + page_size + 1]
+        else:
+            ids = cloud.native_ids(ctx.resource_type, offset=start, limit=page_size + 1)
+        more = len(ids) > page_size
+        return ListResult(ids[:page_size], str(start + page_size) if more else None)
 
 
 class _Injected(PluginError):

@@ -21,11 +21,13 @@ TYPES: dict[str, TypeSpec] = {
     "FAKE::Net::Network": TypeSpec("NetworkId", "net", frozenset({"Cidr"}), defaults={"Mtu": 1500}),
     "FAKE::Net::Subnet": TypeSpec("SubnetId", "subnet", frozenset({"NetworkId", "Cidr"}), parent_field="NetworkId"),
     "FAKE::Net::Gateway": TypeSpec("GatewayId", "gw"),
+    "FAKE::Net::Address": TypeSpec("AddressId", "addr", frozenset({"SubnetId"}), parent_field="SubnetId"),
     "FAKE::Compute::Server": TypeSpec(
         "ServerId", "srv", frozenset({"SubnetId", "Image"}), write_only=frozenset({"AdminPassword"}),
         forget_unless_resent=frozenset({"AdminPassword"}), defaults={"Tags": [{"Key": "fake:owner", "Value": "fake"}]}),
     "FAKE::Storage::Bucket": TypeSpec("Name", None, frozenset({"Name"}), defaults={"Versioning": False}),
     "FAKE::Test::Item": TypeSpec("Id", "item", frozenset({"Token"})),
+    "FAKE::Test::Marker": TypeSpec("Id", "mark"),
 }
 
 

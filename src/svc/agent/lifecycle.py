@@ -27,6 +27,7 @@ from svc.engine import build_engine
 from svc.ids import persistent_id
 from svc.paths import data_dir, pid_file
 from svc.plugins.runner import PluginLoadError
+from svc.telemetry import start_telemetry, telemetry_problem
 
 log = logging.getLogger("svc.agent")
 
@@ -64,6 +65,8 @@ def check_agent_config(config: AgentConfig) -> None:
     for field, value in (("tlsCert", server.tls_cert), ("tlsKey", server.tls_key)):
         if value and not Path(value).expanduser().is_file():
             raise AgentError(f"agent.server.{field}: file {value} does not exist")
+    if (problem := telemetry_problem(config.o_tel)) is not None:
+        raise AgentError(problem)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -115,7 +118,9 @@ def start_agent(config_path: Path) -> None:
         version=os.environ.get(TEST_VERSION_OVERRIDE) or __version__,
         agent_id=persistent_id(data_dir() / "agent_id"),
     )
+    telemetry = start_telemetry(config, agent_id=info.agent_id, version=info.version, counts=datastore.counts)
     app = create_app(config, info, datastore, _build_engine(config, datastore, info))
+    telemetry.mount(app)
     server = _Server(uvicorn.Config(
         app,
         ssl_certfile=config.server.tls_cert and str(Path(config.server.tls_cert).expanduser()),
@@ -135,6 +140,7 @@ def start_agent(config_path: Path) -> None:
     finally:
         remove_pid(pid_path)
         sock.close()
+        telemetry.shutdown()  # flushes the last spans, metrics and log records; reads resource counts
         datastore.close()
         log.info("svc agent stopped")
 

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from svc.config.model import AuthorizedUser
 
 BCRYPT_HASH = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}")
-UNAUTHENTICATED_PATHS = frozenset({"/api/v1/health"})
+UNAUTHENTICATED_PATHS = frozenset({"/api/v1/health", "/metrics"})  # /metrics: only with agent.oTel.prometheus
 _REALM = 'Basic realm="svc", charset="UTF-8"'
 # Checked when the user name is unknown, so that the response time does not reveal which names exist.
 _DUMMY_HASH = bcrypt.hashpw(b"svc-dummy-password", bcrypt.gensalt(rounds=4))

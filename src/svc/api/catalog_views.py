@@ -38,6 +38,29 @@ def stack_policies(datastore: Datastore, stack: StackRecord) -> tuple[list[dict[
     return rendered, attached
 
 
+def standalone_policies(datastore: Datastore) -> list[dict[str, Any]]:
+    """``GET /policies``: each standalone policy as ``{Label, Type, Config, AttachedStacks?}``. Synchronous."""
+    users: dict[str, list[str]] = {}
+    cursor: str | None = None
+    while True:
+        page = datastore.list_stacks(cursor=cursor, limit=_POLICY_PAGE)
+        for stack in page.items:
+            for policy in stack_policies(datastore, stack)[1]:
+                users.setdefault(policy.id, []).append(stack.label)
+        if (cursor := page.next_cursor) is None:
+            break
+    listed: list[dict[str, Any]] = []
+    while True:
+        policies = datastore.list_policies(cursor=cursor, limit=_POLICY_PAGE)
+        for policy in policies.items:
+            entry: dict[str, Any] = {"Label": policy.label, "Type": policy.policy_type, "Config": policy_json(policy)}
+            if users.get(policy.id):
+                entry["AttachedStacks"] = users[policy.id]
+            listed.append(entry)
+        if (cursor := policies.next_cursor) is None:
+            return listed
+
+
 def stack_json(stack: StackRecord, policies: list[dict[str, Any]]) -> dict[str, Any]:
     return wire.StackView(ID=stack.id, Label=stack.label, Description=stack.description or None,
                           Policies=policies or None, CreatedAt=stack.created_at).to_json()

@@ -29,9 +29,10 @@ def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, A
     return response.json()
 
 
-def command(client: AgentClient, command_id: str) -> dict[str, Any] | None:
-    """One command (``CommandView``), None when the agent knows no such id."""
-    response = client.request("GET", f"/commands/{command_id}/status")
+def command(client: AgentClient, command_id: str, *, summary: bool = False) -> dict[str, Any] | None:
+    """One command (``CommandView``), None when the agent knows no such id. ``summary``: its resource updates
+    carry only their identity, operation, state and error (cheap to poll)."""
+    response = client.request("GET", f"/commands/{command_id}/status", params={"summary": "true"} if summary else None)
     if response.status_code == 404:
         return None
     raise_for(response, "command status")

@@ -141,6 +141,22 @@ def describe(response: httpx.Response, action: str) -> str:
     return f"{action}: the agent answered {response.status_code}" + (f": {snippet}" if snippet else "")
 
 
+class AgentRefused(CliError):
+    """A typed refusal (``{"error": Type, "data": {…}}``): the one-line message, and the body for callers that
+    show more (apply shows the drift behind a ReconcileRejected)."""
+
+    def __init__(self, message: str, kind: str, data: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.data = data
+
+
 def raise_for(response: httpx.Response, action: str) -> None:
     if response.is_error:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("error"), str) and isinstance(body.get("data"), dict):
+            raise AgentRefused(describe(response, action), body["error"], body["data"])
         raise CliError(describe(response, action))

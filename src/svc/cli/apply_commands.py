@@ -1,15 +1,14 @@
 """``svc apply`` and ``svc destroy``: simulate, show the plan, confirm, submit, follow.
 
-Human mode always simulates first and asks before changing anything (``--yes`` skips the question);
-machine mode submits once and prints one document: the simulation, ``{"CommandId": …}``, or with
-``--wait`` the finished command.
+Human mode simulates first and asks before changing anything; with ``--yes`` it submits at once and shows
+the plan the agent answers with (the same plan, planned once). Machine mode submits once and prints one
+document: the simulation, ``{"CommandId": …}``, or with ``--wait`` the finished command.
 """
 
 from __future__ import annotations
 
 import enum
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,20 +16,21 @@ from typing import Annotated, Any
 import typer
 
 from svc.cli import agent_api
+from svc.cli.agent_errors import AgentRefused
 from svc.cli.client import AgentClient, connect
 from svc.cli.common import ConfigOption
+from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
-from svc.cli.render import TERMINAL_COMMAND_STATES, render_command, render_plan
-from svc.cli.watch import follow
+from svc.cli.render import render_command, render_plan
+from svc.cli.watch import follow, wait_quietly
 from svc.config import load_cli_config
 
 SimulateOption = Annotated[bool, typer.Option("--simulate", help="Show what would change; change nothing.")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 WaitOption = Annotated[bool, typer.Option(
     "--wait", help="Block until the command finishes; exit 0 on Success, 1 otherwise.")]
-_QUIET_POLL = 0.25
 
 
 class OnDependents(enum.StrEnum):
@@ -120,24 +120,22 @@ def _machine(client: AgentClient, submission: Submission, schema: Schema) -> int
     if not submission.wait or not response["Simulation"]["ChangesRequired"]:
         emit({"CommandId": response["CommandId"]}, Consumer.machine, schema, print)
         return 0
-    final = _poll_quietly(client, response["CommandId"])
+    final = wait_quietly(client, response["CommandId"])
     emit(final, Consumer.machine, schema, print)
     return 0 if final.get("State") == "Success" else 1
 
 
-def _poll_quietly(client: AgentClient, command_id: str) -> dict[str, Any]:
-    while True:
-        command = agent_api.command(client, command_id)
-        if command is None:
-            raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
-        if command.get("State") in TERMINAL_COMMAND_STATES:
-            return command
-        time.sleep(_QUIET_POLL)
-
-
 def _human(client: AgentClient, submission: Submission) -> int:
     verb = submission.command
-    preview = _submit(client, submission, simulate=True)
+    # With --yes nothing comes between the simulation and the submission, so the submission itself answers
+    # with its plan: the agent plans once instead of twice, and the plan shown is the one that runs.
+    direct = submission.yes and not submission.simulate
+    try:
+        preview = _submit(client, submission, simulate=not direct)
+    except AgentRefused as refused:
+        if refused.kind == "ReconcileRejected":
+            explain_drift(client, refused.data, submission.title)
+        raise
     simulation = preview["Simulation"]
     if not simulation["ChangesRequired"]:
         console.print("No changes needed: the resources already match the forma." if verb == "apply"
@@ -153,7 +151,7 @@ def _human(client: AgentClient, submission: Submission) -> int:
     if not submission.yes and not _confirm(f"{verb.capitalize()} these changes?"):
         console.print(f"{verb.capitalize()} aborted; nothing was changed.")
         return 0
-    response = _submit(client, submission, simulate=False)
+    response = preview if direct else _submit(client, submission, simulate=False)
     if not response["Simulation"]["ChangesRequired"]:
         console.print("No changes needed any more: someone else made them meanwhile.")
         return 0

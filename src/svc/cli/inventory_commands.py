@@ -1,4 +1,4 @@
-"""``svc inventory resources|stacks|targets`` (``svc inventory`` alone lists resources)."""
+"""``svc inventory resources|stacks|targets|policies`` (``svc inventory`` alone lists resources)."""
 
 from __future__ import annotations
 
@@ -102,10 +102,23 @@ def inventory_resources(
     list_resources(config, query, max_results, output_consumer, output_schema)
 
 
+def _policy(policy: dict[str, Any]) -> str:
+    """``ttl app-ttl-1a2b3c4d (3600s)``, ``auto-reconcile nightly (every 300s)`` or ``policy://shared``."""
+    if "$ref" in policy:
+        return str(policy["$ref"])
+    if policy.get("Type") == "auto-reconcile":
+        detail = f"every {policy.get('IntervalSeconds')}s"
+    elif policy.get("ExpiresAt"):
+        detail = f"until {policy['ExpiresAt']}"
+    else:
+        detail = f"{policy.get('TTLSeconds')}s"
+    return f"{policy.get('Type')} {policy.get('Label', '')} ({detail})".replace("  ", " ")
+
+
 def _stacks_table(rows: list[dict[str, Any]]) -> Table:
     table = _table(("Label", "Description", "Policies", "Created"))
     for row in rows:
-        policies = ", ".join(p.get("Label") or p.get("Type") or p.get("$ref", "") for p in row.get("Policies") or [])
+        policies = ", ".join(_policy(p) for p in row.get("Policies") or [])
         table.add_row(row.get("Label", ""), row.get("Description", ""), policies, str(row.get("CreatedAt", "")))
     return table
 
@@ -124,6 +137,31 @@ def inventory_stacks(
         emit(rows, output_consumer, output_schema, print)
     else:
         _show(rows, limit, "stacks", _stacks_table)
+
+
+def _policies_table(rows: list[dict[str, Any]]) -> Table:
+    table = _table(("Label", "Type", "Policy", "Stacks"))
+    for row in rows:
+        table.add_row(row.get("Label", ""), row.get("Type", ""), _policy(row.get("Config") or {}),
+                      ", ".join(row.get("AttachedStacks") or []))
+    return table
+
+
+@inventory_app.command("policies")
+def inventory_policies(
+    max_results: MaxResultsOption = None,
+    config: ConfigOption = None,
+    output_consumer: ConsumerOption = Consumer.human,
+    output_schema: SchemaOption = Schema.json,
+) -> None:
+    """List the policies declared on their own (shared by label) and the stacks using them."""
+    limit = _limit(max_results, output_consumer)
+    rows = _fetch(config, "/policies", "", 0, [])
+    rows = rows[:limit] if limit else rows
+    if output_consumer is Consumer.machine:
+        emit(rows, output_consumer, output_schema, print)
+    else:
+        _show(rows, limit, "policies", _policies_table)
 
 
 def _targets_table(rows: list[dict[str, Any]]) -> Table:

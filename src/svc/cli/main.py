@@ -14,6 +14,7 @@ from svc.cli.apply_commands import apply_command, destroy_command
 from svc.cli.command_commands import cancel_command, command_app, status_command
 from svc.cli.deploy_commands import deploy_app
 from svc.cli.errors import CliError
+from svc.cli.extract_commands import extract_command
 from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand, eval_command, project_app
 from svc.cli.inventory_commands import inventory_app
 from svc.cli.plugin_commands import plugin_app
@@ -40,6 +41,7 @@ app.add_typer(command_app, name="command")
 status_app.command("command", deprecated=True)(status_command)
 app.command("cancel")(cancel_command)
 app.add_typer(inventory_app, name="inventory")
+app.command("extract")(extract_command)
 app.add_typer(plugin_app, name="plugin")
 
 auth_app = typer.Typer(help="Authentication helpers.", no_args_is_help=True)

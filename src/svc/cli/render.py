@@ -10,11 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from svc.cli.output import console
+from svc.cli.tables import print_table
 
 TERMINAL_COMMAND_STATES = frozenset({"Success", "Failed", "Canceled"})
 TERMINAL_UPDATE_STATES = frozenset({"Success", "Failed", "Canceled", "Rejected"})
 _OPERATION_STYLE = {"create": ("+", "green"), "update": ("~", "yellow"), "replace": ("±", "magenta"),
-                    "delete": ("-", "red"), "read": ("?", "cyan"), "resolve": ("?", "cyan")}
+                    "delete": ("-", "red"), "read": ("?", "cyan"), "resolve": ("?", "cyan"),
+                    "attach": ("+", "green"), "detach": ("-", "red"), "skip": ("=", "white")}
 _STATE_STYLE = {"Success": "green", "Failed": "red", "Rejected": "red", "Canceled": "yellow",
                 "InProgress": "cyan", "Canceling": "yellow"}
 _VALUE_WIDTH = 60
@@ -40,6 +42,13 @@ def patch_lines(patch: list[dict[str, Any]] | None) -> list[str]:
 def _operation(operation: str) -> Text:
     symbol, style = _OPERATION_STYLE.get(operation, ("·", "white"))
     return Text(f"{symbol} {operation}", style=style)
+
+
+def _policy_details(update: dict[str, Any]) -> str:
+    if update.get("ReferencingStacks"):
+        return f"kept: used by {', '.join(update['ReferencingStacks'])}"
+    config = update.get("PolicyConfig") or {}
+    return ", ".join(f"{key} {value}" for key, value in config.items())
 
 
 def _state(state: str) -> Text:
@@ -80,6 +89,9 @@ def render_plan(simulation: dict[str, Any], title: str) -> None:
         table.add_row(_operation(update.get("Operation", "?")), "target", "", update.get("TargetLabel", ""), "", "")
     for update in command.get("StackUpdates") or []:
         table.add_row(_operation(update.get("Operation", "?")), "stack", "", update.get("StackLabel", ""), "", "")
+    for update in command.get("PolicyUpdates") or []:
+        table.add_row(_operation(update.get("Operation", "?")), "policy", update.get("PolicyType", ""),
+                      update.get("PolicyLabel", ""), update.get("StackLabel") or "", _policy_details(update))
     for operation, update in planned_changes(command):
         details = patch_lines(update.get("PatchDocument"))
         if update.get("CreateOnlyPatch"):
@@ -91,7 +103,7 @@ def render_plan(simulation: dict[str, Any], title: str) -> None:
             details.insert(0, f"cascade: depends on {update.get('CascadeSource')}")
         table.add_row(_operation(operation), "resource", update.get("ResourceType", ""),
                       update.get("ResourceLabel", ""), update.get("StackName", ""), "\n".join(details))
-    console.print(table)
+    print_table(table)
     counts = plan_counts(command)
     summary = ", ".join(f"{counts.get(op, 0)} to {op}" for op in ("create", "update", "replace", "delete"))
     console.print(f"Plan: {summary}.", highlight=False)
@@ -133,7 +145,7 @@ def updates_table(command: dict[str, Any]) -> Table:
 def render_command(command: dict[str, Any]) -> None:
     console.print(command_line(command), highlight=False, soft_wrap=True)
     if command.get("ResourceUpdates"):
-        console.print(updates_table(command))
+        print_table(updates_table(command))
 
 
 def render_command_list(commands: list[dict[str, Any]]) -> None:

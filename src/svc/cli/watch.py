@@ -19,19 +19,36 @@ from svc.cli.output import console
 from svc.cli.render import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, command_line, updates_table
 
 _FAST_POLL = 0.25
-_SLOW_POLL = 1.0  # big commands: each poll carries every resource update
-_BIG = 500
+_SLOW_POLL = 2.0
+# Between polls, wait at least this many times what the last one took: a big command's status costs the agent
+# real work (a full view of 10,000 updates ~1 s of its CPU), which must not slow the command itself much.
+_POLL_SHARE = 4
 
 
-def _poll_interval(command: dict[str, Any]) -> float:
-    return _SLOW_POLL if len(command.get("ResourceUpdates") or []) > _BIG else _FAST_POLL
+def _pause(took: float) -> float:
+    return min(max(_FAST_POLL, _POLL_SHARE * took), _SLOW_POLL)
 
 
-def _fetch(client: AgentClient, command_id: str) -> dict[str, Any]:
-    command = agent_api.command(client, command_id)
+def _fetch(client: AgentClient, command_id: str, *, summary: bool = False) -> dict[str, Any]:
+    command = agent_api.command(client, command_id, summary=summary)
     if command is None:
         raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
     return command
+
+
+def _timed_fetch(client: AgentClient, command_id: str, *, summary: bool = False) -> tuple[dict[str, Any], float]:
+    started = time.monotonic()
+    command = _fetch(client, command_id, summary=summary)
+    return command, time.monotonic() - started
+
+
+def wait_quietly(client: AgentClient, command_id: str) -> dict[str, Any]:
+    """Polls the command's summary until it is terminal, then returns its whole view."""
+    while True:
+        command, took = _timed_fetch(client, command_id, summary=True)
+        if command.get("State") in TERMINAL_COMMAND_STATES:
+            return _fetch(client, command_id)
+        time.sleep(_pause(took))
 
 
 def _view(command: dict[str, Any]) -> Group:
@@ -53,11 +70,11 @@ def follow(client: AgentClient, command_id: str, *, live: bool | None = None) ->
 
 
 def _follow_live(client: AgentClient, command_id: str) -> dict[str, Any]:
-    command = _fetch(client, command_id)
+    command, took = _timed_fetch(client, command_id)
     with Live(_view(command), console=console, refresh_per_second=8) as view:
         while command.get("State") not in TERMINAL_COMMAND_STATES:
-            time.sleep(_poll_interval(command))
-            command = _fetch(client, command_id)
+            time.sleep(_pause(took))
+            command, took = _timed_fetch(client, command_id)
             view.update(_view(command))
     return command
 
@@ -65,7 +82,7 @@ def _follow_live(client: AgentClient, command_id: str) -> dict[str, Any]:
 def _follow_lines(client: AgentClient, command_id: str) -> dict[str, Any]:
     reported: set[tuple[str, str]] = set()
     while True:
-        command = _fetch(client, command_id)
+        command, took = _timed_fetch(client, command_id, summary=True)  # a line needs no more than the summary
         for update in command.get("ResourceUpdates") or []:
             key = (update.get("ResourceId", ""), update.get("Operation", ""))
             if update.get("State") in TERMINAL_UPDATE_STATES and key not in reported:
@@ -75,5 +92,5 @@ def _follow_lines(client: AgentClient, command_id: str) -> dict[str, Any]:
                               f"{update.get('ResourceLabel')} (stack {update.get('StackName')})"
                               + (f": {message}" if message else ""), highlight=False, soft_wrap=True)
         if command.get("State") in TERMINAL_COMMAND_STATES:
-            return command
-        time.sleep(_poll_interval(command))
+            return _fetch(client, command_id)
+        time.sleep(_pause(took))

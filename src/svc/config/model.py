@@ -115,9 +115,13 @@ class PrometheusConfig(_Model):
     enabled: bool
 
 
-class OTelConfig(_Model):
+class OTelConfig(_Durations):
     enabled: bool
     service_name: str
+    traces: bool
+    metrics: bool
+    logs: bool
+    metrics_interval: timedelta
     otlp: OtlpConfig
     prometheus: PrometheusConfig
 

@@ -71,6 +71,9 @@ class ResourceWrite:
     read_only_properties: Json = field(default_factory=dict)
     # The rest of the engine's resource document (schema, alias, group…): versioned with the properties.
     document: Json = field(default_factory=dict)
+    # Write only if the resource's current version is still this one (state derived from a read of that
+    # version, e.g. synchronization); otherwise nothing is written. None: unconditional.
+    if_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,7 +79,8 @@ class CatalogStore(SqlBase):
         return self.write_retrying(work)
 
     def delete_stack(self, label: str, *, command_id: str | None = None) -> bool:
-        """Tombstones the live stack with ``label``; False if there is none."""
+        """Tombstones the live stack with ``label`` and its inline policies (they go with it), and detaches
+        the standalone ones; False if there is none."""
 
         def work(conn: sa.Connection) -> bool:
             head = self._live_stack(conn, label)
@@ -88,6 +89,11 @@ class CatalogStore(SqlBase):
             self._advance(conn, s, head, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
                           label=label, description=head.description, created_at=head.created_at)
             conn.execute(sa.delete(sp).where(sp.c.stack_id == head.id))
+            inline = conn.execute(sa.select(p).where(p.c.stack_id == head.id, head_is(p.c.head, HEAD_LIVE))).all()
+            for policy in inline:
+                self._advance(conn, p, policy, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
+                              label=policy.label, policy_type=policy.policy_type, stack_id=policy.stack_id,
+                              data=policy.data, created_at=policy.created_at)
             return True
 
         return self.write_retrying(work)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -51,6 +52,11 @@ def _update(row: sa.Row[Any]) -> ResourceUpdateRecord:
         start_ts=m["start_ts"], modified_ts=m["modified_ts"], version=m["version"], group_id=m["group_id"],
         is_cascade=bool(m["is_cascade"]), cascade_source=m["cascade_source"], data=m["data"],
     )
+
+
+def _summary(row: sa.Row[Any]) -> ResourceUpdateRecord:
+    record = _update(row)
+    return record if record.data is not None else dataclasses.replace(record, data={})
 
 
 def _command_values(record: CommandRecord) -> dict[str, Any]:
@@ -168,6 +174,19 @@ class CommandStore(SqlBase):
         with self.read() as conn:
             return paginate(conn, statement, list_name=f"updates:{command_id}", order=_UPDATE_ORDER, cursor=cursor,
                             limit=limit, convert=_update)
+
+    def get_resource_update_summaries(self, command_id: str, *, cursor: str | None = None,
+                                      limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceUpdateRecord]:
+        """``get_resource_updates`` without the data documents, except those of failed and rejected updates
+        (their messages): what following a command needs. Reading and decoding every update's document,
+        which holds its whole change, cost most of a status poll of a big command."""
+        failed = u.c.state.in_([str(UpdateState.FAILED), str(UpdateState.REJECTED)])
+        data = sa.case((failed, u.c.data), else_=sa.null()).label("data")
+        statement = sa.select(*(column for column in u.c if column.name != "data"), data).where(
+            u.c.command_id == command_id)
+        with self.read() as conn:
+            return paginate(conn, statement, list_name=f"update-summaries:{command_id}", order=_UPDATE_ORDER,
+                            cursor=cursor, limit=limit, convert=_summary)
 
     def set_resource_update_state(self, command_id: str, ksuid: str, operation: str, state: str, *,
                                   version: str | None = None, data: dict[str, Any] | None = None,

@@ -82,9 +82,15 @@ class ChunkWriter:
         """``store_resource``'s rules against the chunk's view of the table."""
         head = self.heads.get(write.ksuid) if write.ksuid else None
         ksuid = write.ksuid
+        if write.if_version is not None and (head is None or head["head"] != HEAD_LIVE
+                                             or head["version"] != write.if_version):
+            return StoreOutcome(ksuid or "", head["version"] if head is not None else None, False, None)
         if write.native_id is not None:
             owner = self.owners.get((write.type, write.native_id))
             if owner is not None and owner["ksuid"] != ksuid:
+                if owner["managed"] and not write.managed and (head is None or head["head"] != HEAD_LIVE):
+                    # A discovery that raced an apply: the managed resource stays as it is.
+                    return StoreOutcome(owner["ksuid"], owner["version"], False, None)
                 if head is None or head["head"] != HEAD_LIVE:
                     ksuid, head = owner["ksuid"], owner
                 elif not owner["managed"] and write.managed:

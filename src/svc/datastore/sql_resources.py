@@ -81,7 +81,8 @@ class ResourceStore(SqlBase):
         * The resource is found by ksuid, else by (type, native id) among live resources, so a write for a
           discovered (unmanaged) resource adopts its ksuid. A different live resource that already owns
           the native id is a ``ConflictError``, unless it is unmanaged and the write is managed: then the
-          discovered row is tombstoned, as the managed resource supersedes it.
+          discovered row is tombstoned, as the managed resource supersedes it. A new unmanaged write for a
+          native id a managed resource owns changes nothing (a discovery that raced an apply).
         """
         return self.store_resources([write], command_id=command_id)[0]
 
@@ -113,14 +114,17 @@ class ResourceStore(SqlBase):
             schedule = self.__dict__["_analyze"] = AnalyzeSchedule()
         return schedule
 
-    def delete_resource(self, ksuid: str, *, command_id: str | None = None) -> StoreOutcome:
-        """Writes a tombstone version; deleting a deleted or unknown resource changes nothing."""
-        return self.write_retrying(lambda conn: self._delete(conn, ksuid, command_id))
+    def delete_resource(self, ksuid: str, *, command_id: str | None = None,
+                        if_version: str | None = None) -> StoreOutcome:
+        """Writes a tombstone version; deleting a deleted or unknown resource changes nothing, and so does
+        ``if_version`` when the current version is another one."""
+        return self.write_retrying(lambda conn: self._delete(conn, ksuid, command_id, if_version))
 
-    def _delete(self, conn: sa.Connection, ksuid: str, command_id: str | None) -> StoreOutcome:
+    def _delete(self, conn: sa.Connection, ksuid: str, command_id: str | None,
+                if_version: str | None = None) -> StoreOutcome:
         self.lock_all(conn, [f"resource:{ksuid}"])
         head = self._head(conn, ksuid)
-        if head is None or head.head != HEAD_LIVE:
+        if head is None or head.head != HEAD_LIVE or (if_version is not None and head.version != if_version):
             return StoreOutcome(ksuid, head.version if head is not None else None, False, None)
         version = self._append(conn, ksuid, head, tombstone_values(dict(head._mapping)), "delete", HEAD_TOMBSTONE,
                                command_id)

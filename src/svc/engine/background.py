@@ -13,6 +13,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from svc.telemetry import traced_job
+
 log = logging.getLogger("svc.engine.background")
 
 
@@ -42,7 +44,7 @@ class PeriodicJob:
     async def run_now(self) -> Any:
         """Runs the job now (or waits for the run in progress) and returns what it returned."""
         if self._current is None or self._current.done():
-            self._current = asyncio.create_task(self._work(), name=self.name)
+            self._current = asyncio.create_task(traced_job(self.name, self._work()), name=self.name)
         return await asyncio.shield(self._current)
 
     @property

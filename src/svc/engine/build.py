@@ -9,9 +9,12 @@ from svc import __version__
 from svc.config.model import AgentConfig, RetryConfig
 from svc.datastore.interface import Datastore
 from svc.engine.background import PeriodicJob
+from svc.engine.discovery import discovery_job
 from svc.engine.engine import Engine, EngineSettings, PluginLimits
+from svc.engine.expiry import StackExpirer
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
+from svc.engine.reconciler import AutoReconciler
 from svc.engine.sealing import Sealer
 from svc.paths import data_dir
 from svc.plugins.host import HostedPlugin
@@ -72,4 +75,9 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
     sync = config.synchronization
     engine.jobs["synchronization"] = PeriodicJob("synchronization", engine.synchronize, enabled=sync.enabled,
                                                  interval=sync.interval.total_seconds(), first_delay=2.0)
+    engine.jobs["discovery"] = discovery_job(engine, config)
+    expirer = config.stack_expirer
+    engine.jobs["stack-expirer"] = StackExpirer(engine, enabled=expirer.enabled,
+                                                interval=expirer.interval.total_seconds())
+    engine.jobs["auto-reconciler"] = AutoReconciler(engine)
     return engine

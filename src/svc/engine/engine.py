@@ -25,6 +25,7 @@ from svc.datastore.records import (
     TargetWrite,
     UpdateState,
 )
+from svc.engine import drift
 from svc.engine.background import PeriodicJob
 from svc.engine.errors import ConflictingCommands, InvalidForma
 from svc.engine.executor import CommandRun, Node
@@ -32,14 +33,16 @@ from svc.engine.graph import build_graph
 from svc.engine.ledger import UpdateData, change_of, command_record, overall_state, update_record, utcnow
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, ResourceChange, plan
+from svc.engine.policies import persist_policies, stored_policies
 from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.sealing import Sealer, SealError
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest
 from svc.engine.steps import Steps
-from svc.engine.views import command_view, plan_view
+from svc.engine.views import command_view, plan_view, summary_view
 from svc.engine.writer import BatchWriter
 from svc.ids import new_id
 from svc.plugins.runner import PluginRunner
+from svc.telemetry import traced_command
 
 log = logging.getLogger("svc.engine")
 PAGE = 1000
@@ -161,21 +164,15 @@ class Engine:
 
     def _modifications(self, stack: str) -> list[Modification]:
         """Versions written in ``stack`` since its last reconcile by anything but that reconcile."""
-        commands = self.store.list_commands(parse_query(f"stack:{_quote(stack)}", COMMAND_FIELDS), sources=None,
-                                            limit=200).items
-        last = next((c for c in commands if c.mode == "reconcile" and c.command == "apply"), None)
-        if last is None:
-            return []
-        changes = self.store.list_resource_changes(stack, last.start_ts, exclude_command=last.id)
-        latest: dict[str, Modification] = {}
-        for version in changes:
-            operation = "delete" if version.deleted else "update"
-            latest[version.ksuid] = Modification(stack, version.type, version.label, operation, version.ksuid)
-        return list(latest.values())
+        changed = drift.modified(self.store, stack)
+        outside = drift.out_of_band(self.store, changed)
+        return [Modification(stack, v.type, v.label, "delete" if v.deleted else "update", v.ksuid, v.ksuid in outside)
+                for v in changed]
 
     async def _plan(self, request: PlanRequest, reconcile_stacks: set[str]) -> Changeset:
         def work() -> Changeset:
             inventory = self._inventory(reconcile_stacks)
+            inventory.policies = stored_policies(self.store, request.forma)
             return plan(request, inventory, self.catalog, new_id)
 
         return await asyncio.to_thread(work)
@@ -225,11 +222,11 @@ class Engine:
             records = [update_record(command_id, change, self.sealer) for change in changeset.resources]
             command = command_record(command_id, changeset, client_id=caller.client_id, subject=caller.subject,
                                      force=request.force, description=description, agent_id=self.settings.agent_id,
-                                     agent_version=self.settings.agent_version)
+                                     agent_version=self.settings.agent_version, source=caller.source)
             await asyncio.to_thread(self._store_command, command, records, changeset)
             nodes = {change.key: Node(change, UpdateData.from_json(dict(record.data)))
                      for change, record in zip(changeset.resources, records, strict=True)}
-            self._launch(command_id, graph, nodes)
+            self._launch(command_id, graph, nodes, command)
         return wire.SubmitCommandResponse(CommandId=command_id, Simulation=simulation)
 
     def _store_command(self, command: CommandRecord, records: list[ResourceUpdateRecord],
@@ -244,6 +241,7 @@ class Engine:
             if target.operation != "delete":
                 self.store.put_target(TargetWrite(target.label, target.namespace, target.config,
                                                   target.config_schema, target.discoverable))
+        persist_policies(self.store, changeset.policies, command.id)  # after the stacks they belong to
         self.store.put_command(command, records)
 
     async def _refuse_conflicts(self, changeset: Changeset) -> None:
@@ -252,7 +250,7 @@ class Engine:
         def conflicting() -> list[wire.CommandView]:
             found = []
             for command in _all(lambda c: self.store.list_incomplete_commands(cursor=c, limit=PAGE)):
-                if command.source != "user":
+                if command.command not in ("apply", "destroy"):  # background reads change nothing
                     continue
                 updates = _all(lambda c, i=command.id: self.store.get_resource_updates(i, cursor=c, limit=PAGE))
                 live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
@@ -267,12 +265,13 @@ class Engine:
             raise ConflictingCommands(f"command(s) {ids} still change these stacks; wait for them or cancel them",
                                       {"ConflictingCommands": [view.to_json() for view in found]})
 
-    def _launch(self, command_id: str, graph, nodes: dict[str, Node]) -> None:  # type: ignore[no-untyped-def]
+    def _launch(self, command_id: str, graph, nodes: dict[str, Node],  # type: ignore[no-untyped-def]
+                command: CommandRecord | None = None) -> None:
         run = CommandRun(command_id, graph, nodes, self.store, None, self.limits, self._finish,  # type: ignore
                          self.writer, detached=self._detached)
         run.steps = Steps(command_id, self.store, self.writer, self.runners, self.policy, run.save)
         self._runs[command_id] = run
-        task = asyncio.create_task(run.run(), name=f"command {command_id}")
+        task = asyncio.create_task(traced_command(run.run(), command_id, command), name=f"command {command_id}")
         self._tasks[command_id] = task
 
         def forget(_: asyncio.Task[str]) -> None:
@@ -299,11 +298,15 @@ class Engine:
 
         await asyncio.to_thread(work)
 
-    async def command(self, command_id: str) -> wire.CommandView | None:
+    async def command(self, command_id: str, *, summary: bool = False) -> wire.CommandView | None:
+        """The command's view; ``summary``: its updates reduced to what following it needs (``summary_view``)."""
         def work() -> wire.CommandView | None:
             command = self.store.get_command(command_id)
             if command is None:
                 return None
+            if summary:
+                return summary_view(command, _all(lambda c: self.store.get_resource_update_summaries(
+                    command_id, cursor=c, limit=PAGE)))
             return command_view(command, _all(lambda c: self.store.get_resource_updates(command_id, cursor=c,
                                                                                          limit=PAGE)))
 
@@ -364,7 +367,7 @@ class Engine:
     # -- recovery -----------------------------------------------------------------------------------------
 
     async def _recover(self, command: CommandRecord) -> None:
-        if command.source != "user":  # synchronization reads are never resumed (the next run redoes them)
+        if command.command not in ("apply", "destroy"):  # background reads are never resumed (rerun instead)
             await asyncio.to_thread(self.store.set_command_state, command.id, CommandState.FAILED, end_ts=utcnow())
             return
         updates = await asyncio.to_thread(lambda: _all(lambda c: self.store.get_resource_updates(
@@ -392,13 +395,8 @@ class Engine:
             return
         log.info("resuming command %s (%d of %d changes unfinished)", command.id,
                  sum(node.state not in TERMINAL_UPDATE_STATES for node in nodes.values()), len(nodes))
-        self._launch(command.id, build_graph(node.change for node in nodes.values()), nodes)
+        self._launch(command.id, build_graph(node.change for node in nodes.values()), nodes, command)
 
 
 def change_of_unsealed(record: ResourceUpdateRecord) -> ResourceChange:
     return ResourceChange.from_json(dict(UpdateData.from_json(dict(record.data)).change))
-
-
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-

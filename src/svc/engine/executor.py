@@ -22,6 +22,7 @@ from svc.engine.planner.changeset import ResourceChange
 from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.steps import Fenced, Steps
 from svc.engine.writer import BatchWriter, WriterClosed
+from svc.telemetry import traced_operation
 
 log = logging.getLogger("svc.engine")
 
@@ -101,7 +102,7 @@ class CommandRun:
                     return
                 if node.resume:
                     self.steps.started.add(key)
-                outcome = await self.steps.run(change, node.data, resume=node.resume)
+                outcome = await traced_operation(self.steps.run(change, node.data, resume=node.resume), change)
             node.data.message = outcome.message or node.data.message
             node.data.finished_at = utcnow().isoformat()
             started = utcnow() if key not in self.steps.started else None

@@ -95,13 +95,15 @@ def change_of(record: ResourceUpdateRecord, sealer: Sealer) -> ResourceChange:
 
 
 def command_record(command_id: str, changeset: Changeset, *, client_id: str, subject: str | None, force: bool,
-                   description: tuple[str, bool], agent_id: str, agent_version: str) -> CommandRecord:
+                   description: tuple[str, bool], agent_id: str, agent_version: str,
+                   source: str = "user") -> CommandRecord:
     return CommandRecord(
         id=command_id, command=changeset.command, state=CommandState.NOT_STARTED, start_ts=utcnow(),
-        mode=changeset.mode, source="user", client_id=client_id, agent_id=agent_id, agent_version=agent_version,
+        mode=changeset.mode, source=source, client_id=client_id, agent_id=agent_id, agent_version=agent_version,
         subject=subject, subject_name=subject, description_text=description[0], description_confirm=description[1],
         force=force, data={"targets": [t.to_json() for t in changeset.targets],
-                           "stacks": [s.to_json() for s in changeset.stacks], "warnings": changeset.warnings})
+                           "stacks": [s.to_json() for s in changeset.stacks],
+                           "policies": [p.to_json() for p in changeset.policies], "warnings": changeset.warnings})
 
 
 def overall_state(states: list[str]) -> str:

@@ -16,10 +16,12 @@ from svc.forma.model import Forma
 
 @dataclass(frozen=True)
 class Caller:
-    """Who sent the request: the CLI's persistent ``Client-ID`` and the authenticated user."""
+    """Who sent the request: the CLI's persistent ``Client-ID`` and the authenticated user; ``source`` is
+    ``user`` for requests, or the background job (``stack-expirer``, ``auto-reconciler``) acting itself."""
 
     client_id: str
     subject: str | None = None
+    source: str = "user"
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,8 @@ class CommandService(Protocol):
 
     async def destroy(self, request: DestroyRequest, caller: Caller) -> wire.SubmitCommandResponse: ...
 
-    async def command(self, command_id: str) -> wire.CommandView | None: ...
+    async def command(self, command_id: str, *, summary: bool = False) -> wire.CommandView | None:
+        """``summary``: each resource update reduced to its identity, operation, state and error."""
 
     async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
                        max_results: int) -> list[wire.CommandView]:

@@ -48,10 +48,18 @@ class Outcome:
 
 def merge(user: Any, plugin: Any) -> Any:
     """The provider's value in the user's structure (engine.md §3.8): envelopes kept with fresh values,
-    user-only keys kept (write-only fields survive a read-back)."""
+    user-only keys kept (write-only fields survive a read-back).
+
+    A template keeps its parts; when the provider's value is not what they assemble to (changed out of
+    band), the template also holds that value as ``$value``, which is then its value (``values.assemble``)
+    until a write makes the two agree again. So an out-of-band edit of a templated or referenced field
+    changes the stored state (a new version) like any other field."""
     if values.is_embed(user):
-        return user
-    if values.is_ref(user) or values.is_value(user):
+        if plugin is None or plugin == "":
+            return user
+        template = {k: v for k, v in user.items() if k != "$value"}
+        return template if values.assemble(template) == plugin else {**template, "$value": plugin}
+    if values.is_ref(user) or values.is_value(user) or values.is_res(user):
         if plugin is None or plugin == "":
             return user
         refreshed = {k: v for k, v in user.items() if k != "$hashed"}

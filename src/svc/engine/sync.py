@@ -1,88 +1,227 @@
-"""One synchronization pass: read every managed resource and store what changed outside svc.
+"""One synchronization pass: read every resource the agent knows and store what changed outside svc.
 
-Changed resources get a new version (written by a ``sync`` command, so the reconcile drift gate sees
-them); resources gone from the cloud are tombstoned. Stacks with a user command in flight are skipped
-(that command owns them). A pass that changed nothing leaves no command behind. The periodic loop that
-calls this belongs to the agent.
+* A resource whose read differs from its stored state gets a new version, written by a ``sync`` command
+  (so the reconcile drift gate sees it): the read is merged into the user's structure (``steps.merge``:
+  references and templates keep their envelopes with the value read), write-only fields are not taken
+  from the read (a provider never returns them faithfully), secrets are stored hashed, and an unchanged
+  secret hashes to what is stored, so it never makes a new version by itself.
+* A resource the provider no longer has is tombstoned.
+* Every write is conditional on the version the read was based on (``ResourceWrite.if_version``): a
+  resource rewritten meanwhile (updated or replaced by a command) keeps the newer state; the next pass
+  looks at it again. Stacks with a user command in flight are skipped, both when the pass starts and
+  when each batch is written (that command owns them).
+* Discovered (unmanaged) resources are synchronized too.
+
+Reads run on a fixed pool of workers and draw from the plugin's rate limit and in-flight slots like any
+command; unchanged resources cost no write at all; changes are written in batches. A pass that stored no
+version leaves no command behind. The timer and ``POST /admin/synchronize`` call this through
+``engine.jobs["synchronization"]``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
-from svc.datastore.records import CommandRecord, CommandState, ResourceVersion, ResourceWrite
+from svc.datastore.interface import Datastore
+from svc.datastore.records import CommandRecord, CommandState, ResourceVersion, ResourceWrite, TargetRecord
 from svc.engine import values
+from svc.engine.engine import PAGE, Engine, _all
 from svc.engine.ledger import utcnow
 from svc.engine.operations import read
 from svc.engine.planner.diff import opaque_fields
+from svc.engine.schemas import schema_of
 from svc.engine.steps import merge
 from svc.ids import new_id
-from svc.plugins.runner import Call
+from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode
 from svc.schema.model import Schema
 
-if TYPE_CHECKING:
-    from svc.engine.engine import Engine
+log = logging.getLogger("svc.engine.sync")
+WORKERS = 64  # reads in flight at most (each also takes one of its plugin's in-flight slots)
+BATCH = 500  # writes per flush
+_NO_SCHEMA = Schema(identifier="")
 
-CONCURRENCY = 16
+
+def busy_stacks(store: Datastore) -> set[str]:
+    """Stacks of the user commands still in progress."""
+    busy: set[str] = set()
+    for command in _all(lambda c: store.list_incomplete_commands(cursor=c, limit=PAGE)):
+        if command.source == "user":
+            busy |= {u.stack_label for u in _all(lambda c, i=command.id: store.get_resource_updates(
+                i, cursor=c, limit=PAGE))}
+    return busy
+
+
+def observed_state(resource: ResourceVersion, schema: Schema, read_back: dict[str, Any]
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(properties, read-only properties) to store for ``resource`` after a read returned ``read_back``."""
+    fields = set(schema.fields)
+    write_only = {key for key, hint in schema.hints.items() if hint.write_only and "." not in key}
+    writable = {k: v for k, v in read_back.items() if (not fields or k in fields) and k not in write_only}
+    read_only = {k: v for k, v in read_back.items() if fields and k not in fields and k not in write_only}
+    properties = values.hash_secrets(merge(dict(resource.properties), writable), opaque_fields(schema))
+    return properties, read_only
+
+
+@dataclass
+class Tally:
+    read: int = 0
+    versions: int = 0
+    deleted: int = 0
+    skipped: int = 0  # not read: busy stack, no plugin serves it, or the read failed
+    failures: dict[tuple[str, str], int] = field(default_factory=dict)  # (type, error) → count
+
+
+class SyncPass:
+    """One pass over a snapshot of the resources: ``one`` reads a resource and queues what to store,
+    ``flush`` stores what is queued (also every ``BATCH``), ``finish`` closes the pass's command."""
+
+    def __init__(self, engine: Engine, targets: dict[str, TargetRecord], busy: set[str]) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.targets = targets
+        self.busy = busy
+        self.command_id: str | None = None
+        self.tally = Tally()
+        self._writes: list[tuple[ResourceWrite, ResourceVersion]] = []
+        self._deletes: list[ResourceVersion] = []
+        self._flushing = asyncio.Lock()
+
+    def _runner(self, namespace: str) -> PluginRunner | None:
+        return next((r for n, r in self.engine.runners.items() if n.upper() == namespace.upper()), None)
+
+    def _schema(self, resource: ResourceVersion) -> Schema:
+        known = self.engine.catalog.types.get(resource.type)
+        if known is not None:
+            return known
+        document = resource.document.get("Schema")
+        return schema_of(dict(document)) if document else _NO_SCHEMA
+
+    async def one(self, resource: ResourceVersion) -> None:
+        target = self.targets.get(resource.target)
+        runner = self._runner(target.namespace) if target is not None else None
+        if resource.stack in self.busy or resource.native_id is None or target is None or runner is None:
+            self.tally.skipped += 1
+            return
+        schema = self._schema(resource)
+        policy = self.engine.policy(target.namespace)
+        prior = values.redact(dict(resource.properties), opaque_fields(schema))
+        try:
+            async with self.engine.limits(target.namespace).dispatch():
+                result = await read(runner, Call(resource.type, dict(target.config), policy.call_timeout),
+                                    resource.native_id, prior, policy, not_found_ok=True)
+        except Exception as error:  # noqa: BLE001 - a plugin that died or timed out: the next pass retries
+            self._failed(resource, type(error).__name__)
+            return
+        gone = result.error_code is ErrorCode.NOT_FOUND
+        if not gone and (result.error_code is not None or result.properties is None):
+            self._failed(resource, str(result.error_code or "no properties"))
+            return
+        self.tally.read += 1
+        if gone:
+            self._deletes.append(resource)
+        else:
+            properties, read_only = observed_state(resource, schema, result.properties)
+            if properties == resource.properties and read_only == resource.read_only_properties:
+                return
+            self._writes.append((ResourceWrite(
+                type=resource.type, label=resource.label, stack=resource.stack, target=resource.target,
+                properties=properties, managed=resource.managed, native_id=resource.native_id, ksuid=resource.ksuid,
+                read_only_properties=read_only, document=dict(resource.document), if_version=resource.version),
+                resource))
+        if len(self._writes) + len(self._deletes) >= BATCH and not self._flushing.locked():
+            await self.flush()
+
+    def _failed(self, resource: ResourceVersion, error: str) -> None:
+        key = (resource.type, error)
+        if key not in self.tally.failures:  # once per type and error per pass, not once per resource
+            log.warning("synchronization could not read %s resources (%s), e.g. %s/%s; they keep their stored "
+                        "state until a later pass reads them", resource.type, error, resource.stack, resource.label)
+        self.tally.failures[key] = self.tally.failures.get(key, 0) + 1
+        self.tally.skipped += 1
+
+    async def flush(self) -> None:
+        async with self._flushing:
+            writes, deletes = self._writes, self._deletes
+            self._writes, self._deletes = [], []
+            if writes or deletes:
+                await asyncio.to_thread(self._write, writes, deletes)
+
+    def _write(self, writes: list[tuple[ResourceWrite, ResourceVersion]], deletes: list[ResourceVersion]) -> None:
+        busy = busy_stacks(self.store)  # a command may have started on these stacks since the reads
+        writes = [(w, r) for w, r in writes if r.stack not in busy]
+        deletes = [r for r in deletes if r.stack not in busy]
+        if not writes and not deletes:
+            return
+        command_id = self._command()
+        for write, outcome in zip((w for w, _ in writes), self._store(writes, command_id), strict=True):
+            if outcome is not None and outcome.changed and outcome.version != write.if_version:
+                self.tally.versions += 1
+        for resource in deletes:
+            if self.store.delete_resource(resource.ksuid, command_id=command_id,
+                                          if_version=resource.version).changed:
+                self.tally.deleted += 1
+
+    def _store(self, writes: list[tuple[ResourceWrite, ResourceVersion]], command_id: str) -> list[Any]:
+        batch = [write for write, _ in writes]
+        try:
+            return list(self.store.store_resources(batch, command_id=command_id))
+        except Exception:  # noqa: BLE001 - one bad write (e.g. a native id now owned by another) fails alone
+            outcomes: list[Any] = []
+            for write in batch:
+                try:
+                    outcomes.append(self.store.store_resource(write, command_id=command_id))
+                except Exception as error:  # noqa: BLE001
+                    log.warning("synchronization could not store %s/%s: %s", write.stack, write.label, error)
+                    outcomes.append(None)
+            return outcomes
+
+    def _command(self) -> str:
+        """The sync command the versions are recorded under, stored on first use."""
+        if self.command_id is None:
+            self.command_id = new_id()
+            self.store.put_command(CommandRecord(
+                id=self.command_id, command="sync", state=CommandState.IN_PROGRESS, start_ts=utcnow(),
+                source="synchronizer", client_id="synchronizer"))
+        return self.command_id
+
+    def finish(self) -> str | None:
+        if self.command_id is None:
+            return None
+        if not (self.tally.versions or self.tally.deleted):  # only in-place read-only refreshes
+            self.store.delete_command(self.command_id)
+            return None
+        self.store.set_command_state(self.command_id, CommandState.SUCCESS, end_ts=utcnow())
+        return self.command_id
 
 
 async def synchronize(engine: Engine) -> str | None:
-    """Returns the sync command's id, or None when nothing changed."""
-    from svc.engine.engine import PAGE, _all
-
+    """Returns the sync command's id, or None when no version was written."""
+    started = time.monotonic()
     store = engine.store
 
-    def load() -> tuple[list[ResourceVersion], set[str]]:
-        resources = [r for r in _all(lambda c: store.list_resources(cursor=c, limit=PAGE)) if r.managed]
-        busy: set[str] = set()
-        for command in _all(lambda c: store.list_incomplete_commands(cursor=c, limit=PAGE)):
-            if command.source == "user":
-                busy |= {u.stack_label for u in _all(lambda c, i=command.id: store.get_resource_updates(
-                    i, cursor=c, limit=PAGE))}
-        return resources, busy
+    def load() -> tuple[list[ResourceVersion], dict[str, TargetRecord], set[str]]:
+        resources = _all(lambda c: store.list_resources(cursor=c, limit=PAGE))
+        targets = {t.label: t for t in _all(lambda c: store.list_targets(cursor=c, limit=PAGE))}
+        return resources, targets, busy_stacks(store)
 
-    resources, busy = await asyncio.to_thread(load)
-    command_id = new_id()
-    await asyncio.to_thread(store.put_command, CommandRecord(
-        id=command_id, command="sync", state=CommandState.IN_PROGRESS, start_ts=utcnow(), source="synchronizer",
-        client_id="synchronizer"))
-    gate = asyncio.Semaphore(CONCURRENCY)
-    changed = 0
+    resources, targets, busy = await asyncio.to_thread(load)
+    run = SyncPass(engine, targets, busy)
+    pending: Iterator[ResourceVersion] = iter(resources)
 
-    async def one(resource: ResourceVersion) -> None:
-        nonlocal changed
-        if resource.stack in busy or resource.native_id is None:
-            return
-        async with gate:
-            target = await asyncio.to_thread(store.get_target, resource.target)
-            if target is None or target.namespace.upper() not in {n.upper() for n in engine.runners}:
-                return
-            policy = engine.policy(target.namespace)
-            runner = next(r for n, r in engine.runners.items() if n.upper() == target.namespace.upper())
-            result = await read(runner, Call(resource.type, dict(target.config), policy.call_timeout),
-                                resource.native_id, None, policy, not_found_ok=True)
-            if result.error_code is ErrorCode.NOT_FOUND:
-                outcome = await asyncio.to_thread(store.delete_resource, resource.ksuid, command_id=command_id)
-            elif result.properties is not None:
-                schema = Schema.model_validate(resource.document.get("Schema") or {"Identifier": ""})
-                fields = set(schema.fields)
-                writable = {k: v for k, v in result.properties.items() if not fields or k in fields}
-                read_only = {k: v for k, v in result.properties.items() if fields and k not in fields}
-                properties = values.hash_secrets(merge(dict(resource.properties), writable), opaque_fields(schema))
-                outcome = await asyncio.to_thread(store.store_resource, ResourceWrite(
-                    type=resource.type, label=resource.label, stack=resource.stack, target=resource.target,
-                    properties=properties, managed=True, native_id=resource.native_id, ksuid=resource.ksuid,
-                    read_only_properties=read_only, document=dict(resource.document)), command_id=command_id)
-            else:
-                return
-            if outcome.changed:
-                changed += 1
+    async def worker() -> None:
+        for resource in pending:  # one shared iterator: each resource is read once
+            await run.one(resource)
 
-    await asyncio.gather(*(one(r) for r in resources))
-    if not changed:
-        await asyncio.to_thread(store.delete_command, command_id)
-        return None
-    await asyncio.to_thread(store.set_command_state, command_id, CommandState.SUCCESS, end_ts=utcnow())
+    await asyncio.gather(*(worker() for _ in range(min(WORKERS, len(resources)))))
+    await run.flush()
+    command_id = await asyncio.to_thread(run.finish)
+    tally = run.tally
+    log.info("synchronization: %d resources read in %.1f s; %d new versions, %d deleted, %d skipped",
+             tally.read, time.monotonic() - started, tally.versions, tally.deleted, tally.skipped)
     return command_id

@@ -38,8 +38,8 @@ def is_embed(value: Any) -> bool:
 
 
 def is_value(value: Any) -> bool:
-    """A ``$value`` envelope that is not a reference."""
-    return isinstance(value, dict) and "$value" in value and "$ref" not in value
+    """A ``$value`` envelope that is not a reference (nor a template that holds its read-back value)."""
+    return isinstance(value, dict) and "$value" in value and "$ref" not in value and value.get("$embed") is not True
 
 
 def is_opaque(value: Any) -> bool:
@@ -94,8 +94,12 @@ def parse_template(template: str) -> list[Any]:
     return parts
 
 
-def assemble(embed: Json) -> str | None:
-    """The template's string once every reference part has a value; None while any is unresolved."""
+def assemble(embed: Json) -> Any:
+    """The template's string: the provider's value when a read-back stored one that differs from the
+    template (``$value``, see ``steps.merge``), else the parts once every reference part has a value; None
+    while any is unresolved."""
+    if embed.get("$value") is not None:
+        return embed["$value"]
     out: list[str] = []
     for part in embed.get("$parts", []):
         if isinstance(part, str):

@@ -10,7 +10,7 @@ from svc.api import wire
 from svc.datastore.records import CommandRecord, ResourceUpdateRecord, UpdateState
 from svc.engine import values
 from svc.engine.ledger import UpdateData
-from svc.engine.planner.changeset import Changeset, ResourceChange
+from svc.engine.planner.changeset import Changeset, PolicyChange, ResourceChange
 from svc.engine.schemas import opaque_fields_of
 
 Json = dict[str, Any]
@@ -63,7 +63,34 @@ def command_view(command: CommandRecord, updates: Iterable[ResourceUpdateRecord]
         TargetUpdates=[_target_view(t, "Success") for t in data.get("targets", [])] or None,
         StackUpdates=[wire.StackUpdateView(StackLabel=s["label"], Operation=s["operation"], State="Success",
                                            Description=s.get("description", "")) for s in data.get("stacks", [])]
-        or None)
+        or None,
+        PolicyUpdates=[_policy_view(PolicyChange.from_json(p), "Success") for p in data.get("policies", [])] or None)
+
+
+def summary_view(command: CommandRecord, updates: Iterable[ResourceUpdateRecord]) -> wire.CommandView:
+    """``command_view`` with each resource update reduced to what following a command needs (which
+    resource, its operation and state, the error of a failure), from records read without their documents
+    (``get_resource_update_summaries``): a poll of a 10,000-update command cost a second of the agent's CPU."""
+    view = command_view(command, ())
+    view.ResourceUpdates = [_update_summary(u) for u in sorted(updates, key=lambda u: (
+        u.stack_label, u.resource_type, u.resource_label, u.operation))]
+    return view
+
+
+def _update_summary(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
+    failed = record.state in (UpdateState.FAILED, UpdateState.REJECTED)
+    return wire.ResourceUpdateView(
+        ResourceId=record.ksuid, ResourceType=record.resource_type, ResourceLabel=record.resource_label,
+        StackName=record.stack_label, Operation=record.operation, State=record.state,  # type: ignore[arg-type]
+        StartedAt=record.start_ts, GroupId=record.group_id, IsCascade=record.is_cascade or None,
+        CascadeSource=record.cascade_source, ErrorMessage=(record.data.get("message") or None) if failed else None)
+
+
+def _policy_view(change: PolicyChange, state: str) -> wire.PolicyUpdateView:
+    return wire.PolicyUpdateView(PolicyLabel=change.label, PolicyType=change.policy_type,  # type: ignore[arg-type]
+                                 StackLabel=change.stack, Operation=change.operation, State=state,  # type: ignore
+                                 PolicyConfig=change.config, OldPolicyConfig=change.old_config,
+                                 ReferencingStacks=change.referencing_stacks)
 
 
 def _target_view(target: Json, state: str) -> wire.TargetUpdateView:
@@ -79,4 +106,5 @@ def plan_view(command_id: str, changeset: Changeset, *, client_id: str) -> wire.
         ResourceUpdates=[_change_view(c, "NotStarted") for c in changeset.resources],
         TargetUpdates=[_target_view(t.to_json(), "NotStarted") for t in changeset.targets] or None,
         StackUpdates=[wire.StackUpdateView(StackLabel=s.label, Operation=s.operation, State="NotStarted",
-                                           Description=s.description) for s in changeset.stacks] or None)
+                                           Description=s.description) for s in changeset.stacks] or None,
+        PolicyUpdates=[_policy_view(p, "NotStarted") for p in changeset.policies] or None)

@@ -8,6 +8,7 @@ derivation rules).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -58,9 +59,19 @@ def _extract(plugin: InstalledPlugin) -> list[ResourceDescriptor]:
     return _DESCRIPTORS.validate_json(text)
 
 
+def _fingerprint(plugin: InstalledPlugin) -> str:
+    """Names, sizes and times of the Pkl files the descriptors derive from: a schema edited without a
+    version bump (a plugin in development, an editable install) is extracted again, not served stale."""
+    stats = sorted((str(path), path.stat().st_size, path.stat().st_mtime_ns)
+                   for directory in (plugin.schema_dir, svc_package().directory)
+                   for path in directory.rglob("*.pkl") if path.is_file())
+    return hashlib.sha256(repr(stats).encode()).hexdigest()[:12]
+
+
 def extract_descriptors(plugin: InstalledPlugin, *, cache_dir: Path | None = None) -> dict[str, ResourceDescriptor]:
     """Each resource type of ``plugin``, by type, from its schema package (cached by version)."""
-    cache = (cache_dir or default_cache_dir()) / f"{plugin.namespace}-{plugin.version}-svc-{__version__}.json"
+    cache = ((cache_dir or default_cache_dir())
+             / f"{plugin.namespace}-{plugin.version}-svc-{__version__}-{_fingerprint(plugin)}.json")
     if cache.is_file():
         descriptors = _DESCRIPTORS.validate_json(cache.read_bytes())
     else:

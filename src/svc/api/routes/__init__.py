@@ -2,6 +2,7 @@
 
 from fastapi import APIRouter
 
-from svc.api.routes import commands, inventory, plugins, stats
+from svc.api.routes import admin, commands, inventory, plugins, stacks, stats
 
-ROUTERS: tuple[APIRouter, ...] = (commands.router, inventory.router, plugins.router, stats.router)
+ROUTERS: tuple[APIRouter, ...] = (admin.router, commands.router, inventory.router, plugins.router, stacks.router,
+                                  stats.router)

@@ -54,10 +54,12 @@ async def submit_command(request: Request) -> JSONResponse:
                         headers={"Location": f"/api/v1/commands/{response.CommandId}/status"})
 
 
-@router.get("/commands/{command_id}/status", summary="One command, by id.")
-async def command_status(request: Request, command_id: str) -> dict[str, Any]:
+@router.get("/commands/{command_id}/status",
+            summary="One command, by id. summary=true: each resource update reduced to its identity, operation, "
+                    "state and error message (what following a command needs; cheap for big commands).")
+async def command_status(request: Request, command_id: str, summary: str = "") -> dict[str, Any]:
     deps.caller(request)
-    command = await deps.service(request).command(command_id)
+    command = await deps.service(request).command(command_id, summary=summary.lower() == "true")
     if command is None:
         raise not_found(f"command not found: {command_id}")
     return wire.ListCommandStatusResponse(Commands=[command]).to_json()

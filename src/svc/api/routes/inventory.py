@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from svc.api import deps
-from svc.api.catalog_views import policy_json, stack_json, stack_policies, target_json
+from svc.api.catalog_views import policy_json, stack_json, stack_policies, standalone_policies, target_json
 from svc.api.problems import HttpProblem, bad_request, nothing_found
 from svc.api.resource_views import ReferenceNames, resource_json, summary_json
 from svc.api.streaming import PagedList, dumps, json_array, streamed
@@ -122,6 +122,15 @@ async def list_stacks(request: Request, max_results: str | None = None) -> Strea
     if listing.empty:
         raise nothing_found("No stacks found")
     return streamed(json_array(listing.pages()))
+
+
+@router.get("/policies", summary="Standalone policies (declared on their own, shared by label) with the stacks "
+                                 "they are attached to.")
+async def list_policies(request: Request) -> JSONResponse:
+    found = await deps.in_thread(standalone_policies, deps.datastore(request))
+    if not found:
+        raise nothing_found("No policies found")
+    return JSONResponse(found)
 
 
 @router.get("/targets", summary="Targets matching the query (label:, namespace:, discoverable:; * wildcards).")

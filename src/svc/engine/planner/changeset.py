@@ -91,6 +91,27 @@ class StackChange:
 
 
 @dataclass
+class PolicyChange:
+    """One stack policy's part of a command (engine.md §5.4). ``stack`` is the owning stack of an inline
+    policy, the stack of an ``attach``/``detach``, and None for a standalone policy's own changes."""
+
+    label: str
+    policy_type: str
+    operation: Literal["create", "update", "delete", "attach", "detach", "skip"]
+    stack: str | None = None
+    config: Json | None = None  # the policy's wire keys (TTLSeconds, OnDependents, IntervalSeconds…)
+    old_config: Json | None = None
+    referencing_stacks: list[str] | None = None  # why a standalone policy's delete was skipped
+
+    def to_json(self) -> Json:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, document: Json) -> PolicyChange:
+        return cls(**document)
+
+
+@dataclass
 class Changeset:
     command: Literal["apply", "destroy"]
     mode: Literal["reconcile", "patch"]
@@ -98,17 +119,19 @@ class Changeset:
     targets: list[TargetChange] = field(default_factory=list)
     stacks: list[StackChange] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    policies: list[PolicyChange] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
-        return bool(self.resources or self.targets or self.stacks)
+        return bool(self.resources or self.targets or self.stacks or self.policies)
 
     @property
     def stack_labels(self) -> set[str]:
-        return {change.stack for change in self.resources} | {change.label for change in self.stacks}
+        return ({change.stack for change in self.resources} | {change.label for change in self.stacks}
+                | {change.stack for change in self.policies if change.stack})
 
     def to_json(self) -> Json:
         return {"command": self.command, "mode": self.mode,
                 "resources": [r.to_json() for r in self.resources],
                 "targets": [t.to_json() for t in self.targets], "stacks": [s.to_json() for s in self.stacks],
-                "warnings": list(self.warnings)}
+                "policies": [p.to_json() for p in self.policies], "warnings": list(self.warnings)}

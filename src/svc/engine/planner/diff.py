@@ -125,11 +125,16 @@ def _provider_defaults(actual: Json, desired: Json, schema: Schema) -> None:
             _drop_leaf(desired.get(top), steps[1:])
         else:  # a nested object: the provider's value stands when the user omits it
             parent_a, parent_d = actual, desired
-            for step in steps[:-1]:
+            for index, step in enumerate(steps[:-1]):
                 parent_a = parent_a.get(step) if isinstance(parent_a, dict) else None
                 parent_d = parent_d.get(step) if isinstance(parent_d, dict) else None
-            if isinstance(parent_a, dict) and (not isinstance(parent_d, dict) or parent_d.get(steps[-1]) is None):
-                parent_a.pop(steps[-1], None)
+                if isinstance(parent_a, list) or isinstance(parent_d, list):  # a list deeper down: as above
+                    _drop_leaf(parent_a, steps[index + 1:])
+                    _drop_leaf(parent_d, steps[index + 1:])
+                    break
+            else:
+                if isinstance(parent_a, dict) and (not isinstance(parent_d, dict) or parent_d.get(steps[-1]) is None):
+                    parent_a.pop(steps[-1], None)
 
 
 def is_create_only(path: str, schema: Schema) -> bool:

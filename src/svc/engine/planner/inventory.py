@@ -8,6 +8,7 @@ from typing import Any
 
 from svc.datastore.records import ResourceVersion, StackRecord, TargetRecord
 from svc.engine import values
+from svc.engine.planner.policies import StoredPolicies
 
 UNMANAGED_STACK = "$unmanaged"
 
@@ -21,6 +22,7 @@ class Modification:
     label: str
     operation: str
     ksuid: str
+    out_of_band: bool = False  # stored by synchronization: a change made outside svc
 
     def to_json(self) -> dict[str, Any]:
         return {"Stack": self.stack, "Type": self.type, "Label": self.label, "Operation": self.operation}
@@ -32,6 +34,7 @@ class Inventory:
     targets: dict[str, TargetRecord] = field(default_factory=dict)
     stacks: dict[str, StackRecord] = field(default_factory=dict)
     modifications: dict[str, list[Modification]] = field(default_factory=dict)
+    policies: StoredPolicies = field(default_factory=StoredPolicies)  # only what the plan's forma needs
 
     def __post_init__(self) -> None:
         self.by_ksuid = {r.ksuid: r for r in self.resources}

@@ -27,9 +27,10 @@ from svc.engine.errors import (
 from svc.engine.planner.changeset import Changeset, ResourceChange, StackChange, TargetChange, compact_schema
 from svc.engine.planner.diff import UNKNOWN, generate_patch, mask_patch
 from svc.engine.planner.inventory import UNMANAGED_STACK, Inventory
+from svc.engine.planner.policies import plan_policies
 from svc.engine.planner.targets import plan_targets
 from svc.engine.planner.translate import Desired, translate
-from svc.engine.planner.validate import Catalog, check_required_on_create, validate_forma
+from svc.engine.planner.validate import Catalog, check_no_hashed_secret, check_required_on_create, validate_forma
 from svc.forma.model import Forma
 from svc.schema.model import Schema
 
@@ -49,8 +50,11 @@ class PlanRequest:
 
 def plan(request: PlanRequest, inventory: Inventory, catalog: Catalog, new_id: Callable[[], str]) -> Changeset:
     if request.command == "destroy":
-        return _Destroy(request, inventory, new_id).run()
-    return _Apply(request, inventory, catalog, new_id).run()
+        changeset = _Destroy(request, inventory, new_id).run()
+    else:
+        changeset = _Apply(request, inventory, catalog, new_id).run()
+    changeset.policies = plan_policies(request.command, request.mode, request.forma, inventory.policies, new_id)
+    return changeset
 
 
 def _schema_of(resource: ResourceVersion) -> Schema:
@@ -199,6 +203,7 @@ class _Apply:
         for change in resources:
             if change.operation == "create" and not change.is_cascade:
                 resource = next(d.resource for d in desired if d.ksuid == change.ksuid)
+                check_no_hashed_secret(resource, change.desired or {})
                 check_required_on_create(resource, values.plain(change.desired or {}, unresolved=UNKNOWN),
                                          Schema.model_validate(change.schema))
         for change in resources:
@@ -308,10 +313,14 @@ class _Apply:
         named = {(d.resource.stack, d.resource.type, d.resource.label) for d in desired}
         named |= {(d.resource.stack, d.resource.type, d.resource.alias) for d in desired if d.resource.alias}
         planned = {c.ksuid for c in changeset.resources}
+        # A resource deleted outside svc that the forma would create again is drift too (with a new ksuid); one
+        # a user destroyed is not.
+        recreated = {(c.stack, c.type, c.label) for c in changeset.resources if c.operation == "create"}
         rejected: dict[str, Any] = {}
         for stack in sorted({r.stack for r in self.forma.resources}):
             left = [m for m in self.inventory.modifications.get(stack, [])
-                    if not ((m.stack, m.type, m.label) in named and m.ksuid not in planned)]
+                    if not ((m.stack, m.type, m.label) in named and m.ksuid not in planned
+                            and not (m.out_of_band and (m.stack, m.type, m.label) in recreated))]
             if left:
                 rejected[stack] = {"ModifiedResources": [m.to_json() for m in left]}
         if rejected:

@@ -73,6 +73,17 @@ def _has_reference(value: Any) -> bool:
     return False
 
 
+def check_no_hashed_secret(resource: Resource, desired: dict[str, Any]) -> None:
+    """A create must send each secret itself: a hash (``svc.hashedSecret``, as ``svc extract`` writes a
+    secret it cannot read) only stands for a secret the resource already has."""
+    hashed = sorted(key for key, value in desired.items() if values.contains_hash(value))
+    if hashed:
+        raise InvalidForma(
+            f"resource {resource.stack}/{resource.type}/{resource.label} is created, but {', '.join(hashed)} "
+            "holds only a secret's hash (svc.hashedSecret): supply the plaintext, e.g. svc.value(\"…\").opaque",
+            {"Fields": hashed, "Stack": resource.stack, "Label": resource.label, "Type": resource.type})
+
+
 def check_required_on_create(resource: Resource, properties: dict[str, Any], schema: Schema) -> None:
     missing = sorted(key for key, hint in schema.hints.items()
                      if "." not in key and (hint.required_on_create or hint.required)

@@ -1,0 +1,69 @@
+"""One stack's state over time: what changed in it since its last reconcile (drift)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from svc.api import deps
+from svc.api.problems import HttpProblem, nothing_found
+from svc.api.resource_views import ReferenceNames, resource_json
+from svc.datastore import Datastore
+from svc.engine.drift import Drifted, drift, drift_patch, observed
+from svc.engine.reconciler import AutoReconciler
+
+router = APIRouter()
+
+_DRIFT_SUMMARY = ("Resources of the stack changed since its last reconcile by anything else (a change made "
+                  "outside svc and stored by synchronization, a patch, an adoption). For updates: Properties "
+                  "now, OldProperties as the reconcile left them, and PatchDocument (RFC 6902) from the old to "
+                  "the new values as the provider has them (references and templates as their values, secrets "
+                  "as hashes). 404 for an unknown stack.")
+
+
+def _entry(item: Drifted, names: ReferenceNames) -> dict[str, Any]:
+    current = item.current
+    entry: dict[str, Any] = {"Stack": current.stack, "Type": current.type, "Label": current.label,
+                             "Operation": item.operation}
+    if item.operation == "update":
+        properties = resource_json(current, names)["Properties"]
+        old = resource_json(item.baseline, names)["Properties"] if item.baseline is not None else None
+        entry["Properties"] = properties
+        if old is not None:
+            entry["OldProperties"] = old
+        entry["PatchDocument"] = drift_patch(observed(dict(item.baseline.properties)) if item.baseline else {},
+                                             observed(dict(current.properties)))
+    return entry
+
+
+def _drift(store: Datastore, stack: str) -> list[dict[str, Any]] | None:
+    if store.get_stack(stack) is None and not store.count_resources(stack=stack):
+        return None
+    names = ReferenceNames(store)
+    return [_entry(item, names) for item in drift(store, stack)]
+
+
+@router.get("/stacks/{stack}/drift", summary=_DRIFT_SUMMARY)
+@router.get("/stacks/{stack}/changes-since-last-reconcile", summary="The same as /stacks/{stack}/drift.")
+async def stack_drift(request: Request, stack: str) -> dict[str, Any]:
+    found = await deps.in_thread(_drift, deps.datastore(request), stack)
+    if found is None:
+        raise nothing_found(f"No stack named {stack}")
+    return {"ModifiedResources": found}
+
+
+@router.post("/stacks/{stack}/reconcile",
+             summary="Auto-reconcile the stack now: re-apply its last reconcile with force, reverting drift. Needs "
+                     "an auto-reconcile policy on the stack (else 403 ReconcilePolicyRequired); 409 "
+                     "ConflictingCommands while a command is busy with it; 200 {message: \"no drift detected\"} "
+                     "or 202 {command_id}.")
+async def reconcile_stack(request: Request, stack: str) -> JSONResponse:
+    reconciler = getattr(deps.service(request), "jobs", {}).get("auto-reconciler")
+    if not isinstance(reconciler, AutoReconciler):
+        raise HttpProblem(503, {"message": "this agent runs no auto-reconciler"})
+    command_id = await reconciler.reconcile(stack, deps.caller(request))
+    if command_id is None:
+        return JSONResponse({"message": "no drift detected"})
+    return JSONResponse({"command_id": command_id}, status_code=202)

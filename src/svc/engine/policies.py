@@ -1,0 +1,146 @@
+"""Stack policies in the datastore: what the planner needs, what a command stores, what a stack has.
+
+The planner (``planner.policies``) is pure; this module loads the stored policies it compares against,
+writes its changes at submit (outside the DAG, as stacks and targets are), and answers the background
+jobs (``expiry``, ``reconciler``): a stack's effective policies and whether a command is busy with it.
+All functions are synchronous (run them in a thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from svc.datastore.interface import Datastore
+from svc.datastore.query import COMMAND_FIELDS, parse_query
+from svc.datastore.records import CommandRecord, CommandState, PolicyRecord, PolicyWrite, StackRecord
+from svc.engine.errors import StackDeletedDuringApply
+from svc.engine.planner import PolicyChange, StoredPolicies
+from svc.forma.model import Forma
+
+PAGE = 500
+_ACTIVE = (CommandState.NOT_STARTED, CommandState.PENDING, CommandState.IN_PROGRESS, CommandState.CANCELING)
+
+
+def literal(value: str) -> str:
+    """``value`` as a query-language value matching exactly that text (no wildcards, any character)."""
+    return "".join("\\" + char for char in value)
+
+
+def every(fetch) -> list:  # type: ignore[no-untyped-def]
+    """Every item of a paged datastore list (``fetch(cursor)`` returns one page)."""
+    items: list = []
+    cursor = None
+    while True:
+        page = fetch(cursor)
+        items.extend(page.items)
+        if (cursor := page.next_cursor) is None:
+            return items
+
+
+def inline_policies(store: Datastore, stack: StackRecord) -> list[PolicyRecord]:
+    return every(lambda c: store.list_policies(stack_id=stack.id, cursor=c, limit=PAGE))
+
+
+def attached_policies(store: Datastore, stack: StackRecord) -> list[PolicyRecord]:
+    return every(lambda c: store.list_attached_policies(stack.id, cursor=c, limit=PAGE))
+
+
+def stored_policies(store: Datastore, forma: Forma | None) -> StoredPolicies:
+    """The stored policies a plan of ``forma`` compares against: the inline ones of its stacks, every
+    standalone one, and where those are attached (every stack's attachments when the forma declares
+    standalone policies, so a destroy knows who still uses them; else only the forma's stacks')."""
+    if forma is None or not (forma.policies or forma.stacks):
+        return StoredPolicies()
+    standalone = {p.label: p for p in every(lambda c: store.list_policies(cursor=c, limit=PAGE))}
+    if forma.policies:
+        stacks = every(lambda c: store.list_stacks(cursor=c, limit=PAGE))
+    else:
+        stacks = [s for label in dict.fromkeys(stack.label for stack in forma.stacks)
+                  if (s := store.get_stack(label)) is not None]
+    named = {stack.label for stack in forma.stacks}
+    inline: dict[str, tuple[PolicyRecord, ...]] = {}
+    attached: dict[str, set[str]] = {}
+    for stack in stacks:
+        if stack.label in named:
+            inline[stack.label] = tuple(inline_policies(store, stack))
+        for policy in attached_policies(store, stack):
+            attached.setdefault(policy.label, set()).add(stack.label)
+    return StoredPolicies(inline, standalone, {label: frozenset(s) for label, s in attached.items()})
+
+
+def persist_policies(store: Datastore, changes: Iterable[PolicyChange], command_id: str) -> None:
+    """Writes a command's policy changes, after its stacks exist. A stack gone meanwhile fails the submit."""
+
+    def stack_id(label: str) -> str:
+        stack = store.get_stack(label)
+        if stack is None:
+            raise StackDeletedDuringApply(f"stack {label!r} was deleted while this command was submitted; "
+                                          "apply again", {"StackLabel": label})
+        return stack.id
+
+    def standalone(label: str) -> PolicyRecord:
+        policy = store.get_policy(label)
+        if policy is None:  # the planner refuses references to unknown policies: only a concurrent delete
+            raise StackDeletedDuringApply(f"policy {label!r} was deleted while this command was submitted; "
+                                          "apply again", {"PolicyLabel": label})
+        return policy
+
+    for change in changes:
+        owner = stack_id(change.stack) if change.stack is not None and change.operation in (
+            "create", "update", "delete") else None
+        if change.operation in ("create", "update"):
+            store.put_policy(PolicyWrite(change.label, change.policy_type, change.config or {}, owner),
+                             command_id=command_id)
+        elif change.operation == "delete":
+            found = store.get_policy(change.label, owner)
+            if found is not None:
+                store.delete_policy(found.id, command_id=command_id)
+        elif change.operation == "attach":
+            store.attach_policy(stack_id(str(change.stack)), standalone(change.label).id)
+        elif change.operation == "detach":
+            store.detach_policy(stack_id(str(change.stack)), standalone(change.label).id)
+
+
+@dataclass(frozen=True)
+class Effective:
+    """A stack's policy of one type: its inline one, else the first standalone one attached."""
+
+    record: PolicyRecord
+
+    @property
+    def interval(self) -> timedelta:
+        return timedelta(seconds=int(self.record.data.get("IntervalSeconds") or 0))
+
+    @property
+    def on_dependents(self) -> str:
+        return str(self.record.data.get("OnDependents") or "abort")
+
+    def deadline(self, stack: StackRecord) -> datetime:
+        """When a TTL policy expires ``stack``: ``ExpiresAt``, else the stack's creation plus the TTL (the
+        stack's first version, so re-applying the forma does not push it back)."""
+        expires_at = self.record.data.get("ExpiresAt")
+        if expires_at:
+            return datetime.fromisoformat(str(expires_at))
+        return stack.created_at + timedelta(seconds=int(self.record.data.get("TTLSeconds") or 0))
+
+
+def effective_policies(store: Datastore, stack: StackRecord) -> dict[str, Effective]:
+    """The stack's effective policy per type (``ttl``, ``auto-reconcile``)."""
+    found: dict[str, Effective] = {}
+    for policy in [*inline_policies(store, stack), *attached_policies(store, stack)]:
+        found.setdefault(policy.policy_type, Effective(policy))
+    return found
+
+
+def active_command(store: Datastore, stack: str) -> CommandRecord | None:
+    """A command (of any source) still changing a resource of ``stack``, if there is one."""
+    states = " ".join(f"status:{state}" for state in _ACTIVE)
+    query = parse_query(f"stack:{literal(stack)} {states}", COMMAND_FIELDS)
+    found = store.list_commands(query, sources=None, limit=1).items
+    return found[0] if found else None
+
+
+def all_stacks(store: Datastore) -> list[StackRecord]:
+    return every(lambda c: store.list_stacks(cursor=c, limit=PAGE))

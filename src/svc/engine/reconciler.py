@@ -1,0 +1,237 @@
+"""Auto-reconcile (engine.md §5.6): every interval, a stack with an auto-reconcile policy is put back
+to what its last reconcile made of it, undoing drift.
+
+The baseline is the stack as its last reconcile left it: the drift since then (``drift``: what
+synchronization stored of changes made outside svc, patches, adoptions) is taken back to each
+resource's version of then. It is applied as a forced reconcile, so the planner compares it with
+the stored state exactly as for a user's ``--force``: what drifted is updated back, what appeared
+since is deleted, what vanished is created again. No change means no drift, and no command.
+
+One job ticks every second and runs the stacks that are due (first due at the later of the stack's
+last reconcile and the policy's last change, plus its interval; then an interval after each run);
+a stack a command is busy with waits, and its interval restarts once it is free.
+``POST /stacks/:stack/reconcile`` runs one stack now (``reconcile``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from svc.datastore.interface import Datastore
+from svc.datastore.query import COMMAND_FIELDS, RESOURCE_FIELDS, parse_query
+from svc.datastore.records import ResourceVersion
+from svc.engine import values
+from svc.engine.background import PeriodicJob
+from svc.engine.drift import drift, last_reconcile
+from svc.engine.errors import ConflictingCommands, EngineError, ReconcilePolicyRequired
+from svc.engine.ledger import change_of
+from svc.engine.policies import PAGE, Effective, active_command, all_stacks, effective_policies, every, literal
+from svc.engine.schemas import opaque_fields_of
+from svc.engine.sealing import Sealer, SealError
+from svc.engine.service import ApplyRequest, Caller
+from svc.forma.model import Forma
+
+if TYPE_CHECKING:
+    from svc.engine.engine import Engine
+
+log = logging.getLogger("svc.engine.reconciler")
+SOURCE = "auto-reconciler"
+CALLER = Caller(client_id=SOURCE, source=SOURCE)
+TICK = 1.0
+Json = dict[str, Any]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class AutoReconciler(PeriodicJob):
+    """``engine.jobs["auto-reconciler"]``: each run reconciles the stacks that are due and returns the
+    ids of the commands it started."""
+
+    def __init__(self, engine: Engine, *, tick: float = TICK, enabled: bool = True) -> None:
+        super().__init__(SOURCE, self.run_due, interval=tick, first_delay=tick, enabled=enabled)
+        self.engine = engine
+        self._intervals: dict[str, timedelta] = {}  # stack label → its policy's interval
+        self._last: dict[str, datetime] = {}  # stack label → when it was last reconciled (or found busy)
+        self._newest: str | None = None  # the newest command when the schedule was read: policies change by commands
+        self._lock = asyncio.Lock()  # one reconcile at a time: the timer's and the API's
+        self._guard = threading.Lock()  # the schedule is read on worker threads and changed on the loop
+
+    async def run_due(self) -> list[str]:
+        started: list[str] = []
+        for stack in await asyncio.to_thread(self._due):
+            try:
+                command_id = await self.reconcile(stack, CALLER)
+            except ConflictingCommands:
+                continue  # busy meanwhile: its interval restarted
+            except ReconcilePolicyRequired:
+                self._forget(stack)
+                continue
+            except EngineError as error:  # a plugin gone, a target deleted: try again next interval
+                log.warning("auto-reconcile of stack %s refused: %s", stack, error.message)
+                continue
+            if command_id is not None:
+                log.info("stack %s drifted: auto-reconcile command %s reverts it", stack, command_id)
+                started.append(command_id)
+        return started
+
+    async def reconcile(self, stack: str, caller: Caller) -> str | None:
+        """Re-applies ``stack``'s baseline now; the command's id, or None when nothing drifted.
+
+        Raises ``ReconcilePolicyRequired`` for a stack without an auto-reconcile policy and
+        ``ConflictingCommands`` while a command is busy with it.
+        """
+        async with self._lock:
+            policy, busy = await asyncio.to_thread(self._state, stack)
+            with self._guard:
+                if stack in self._intervals:
+                    self._last[stack] = _now()
+            if policy is None:
+                raise ReconcilePolicyRequired(f"stack {stack!r} has no auto-reconcile policy; declare one "
+                                              "(svc.AutoReconcilePolicy) in its forma first", {"StackLabel": stack})
+            if busy is not None:
+                view = await self.engine.command(busy)
+                raise ConflictingCommands(f"command {busy} is still changing stack {stack!r}; wait for it or "
+                                          "cancel it", {"ConflictingCommands": [view.to_json()] if view else []})
+            forma = await asyncio.to_thread(baseline, self.engine.store, self.engine.sealer, stack)
+            if forma is None:
+                return None
+            response = await self.engine.apply(ApplyRequest(forma, "reconcile", force=True), caller)
+            return response.CommandId if response.Simulation.ChangesRequired else None
+
+    def _state(self, stack: str) -> tuple[Effective | None, str | None]:
+        store = self.engine.store
+        record = store.get_stack(stack)
+        policy = effective_policies(store, record).get("auto-reconcile") if record is not None else None
+        busy = active_command(store, stack) if policy is not None else None
+        return policy, busy.id if busy is not None else None
+
+    def _forget(self, stack: str) -> None:
+        with self._guard:
+            self._intervals.pop(stack, None)
+            self._last.pop(stack, None)
+
+    def _due(self) -> list[str]:
+        store = self.engine.store
+        newest = store.list_commands(sources=None, limit=1).items
+        newest_id = newest[0].id if newest else ""
+        if newest_id != self._newest:
+            self._read_schedule(store)
+            self._newest = newest_id
+        now = _now()
+        with self._guard:
+            candidates = [stack for stack, interval in self._intervals.items() if now >= self._last[stack] + interval]
+        due = []
+        for stack in candidates:
+            if active_command(store, stack) is not None:
+                with self._guard:
+                    self._last[stack] = now  # the next run is an interval after the stack is free
+                continue
+            due.append(stack)
+        return due
+
+    def _read_schedule(self, store: Datastore) -> None:
+        intervals: dict[str, timedelta] = {}
+        anchors: dict[str, datetime] = {}
+        for stack in all_stacks(store):
+            policy = effective_policies(store, stack).get("auto-reconcile")
+            if policy is None:
+                continue
+            intervals[stack.label] = max(policy.interval, timedelta(seconds=1))
+            changed = policy.record.updated_at
+            last = last_reconcile(store, stack.label)
+            anchors[stack.label] = max(changed, (last.end_ts or last.start_ts) if last is not None else changed)
+        with self._guard:
+            self._intervals = intervals
+            # A user's reconcile since the last run counts as one: the interval restarts from it.
+            self._last = {stack: max(at, self._last.get(stack, at)) for stack, at in anchors.items()}
+
+
+def baseline(store: Datastore, sealer: Sealer, stack: str) -> Forma | None:
+    """``stack`` as its last reconcile left it, as a forma; None when nothing changed in it since.
+
+    Resources untouched since are declared as they are stored (no change); a changed one as its version
+    of then (its secrets in plain text from the change that set them); one created since is left out,
+    so the reconcile deletes it; one deleted since is declared again.
+    """
+    drifted = {item.current.ksuid: item for item in drift(store, stack)}
+    if not drifted:
+        return None
+    declared: dict[str, ResourceVersion] = {}
+    live = every(lambda c: store.list_resources(parse_query(f"stack:{literal(stack)}", RESOURCE_FIELDS), cursor=c,
+                                                limit=PAGE))
+    for resource in live:
+        if resource.managed and resource.ksuid not in drifted:
+            declared[resource.ksuid] = resource
+    for ksuid, item in drifted.items():
+        if item.baseline is not None and item.baseline.managed:
+            declared[ksuid] = item.baseline
+    # Every resource's secrets, not only the drifted ones': reverting a producer may update its consumers.
+    wanted = _with_secrets(store, sealer, stack, declared)
+    resources = []
+    for ksuid, version in declared.items():
+        current = drifted[ksuid].current if ksuid in drifted else version
+        label = current.label if not current.deleted else version.label  # a patch's rename stays
+        resources.append({"Label": label, "Type": version.type, "Stack": stack, "Target": version.target,
+                          "Schema": version.document.get("Schema") or {"Identifier": ""},
+                          "Properties": wanted.get(ksuid, dict(version.properties)),
+                          "Group": version.document.get("Group")})
+    return Forma.model_validate({"Resources": resources})
+
+
+def _with_secrets(store: Datastore, sealer: Sealer, stack: str, versions: dict[str, ResourceVersion]
+                  ) -> dict[str, Json]:
+    """The properties of ``versions`` that hold stored secret hashes, with the secrets in plain text, taken
+    from the newest change of the resource (sealed in its update) whose secrets hash to the same values."""
+    missing = {k: dict(v.properties) for k, v in versions.items() if _hashed(dict(v.properties))}
+    found: dict[str, Json] = {}
+    if not missing:
+        return found
+    query = parse_query(f"stack:{literal(stack)}", COMMAND_FIELDS)
+    for command in every(lambda c: store.list_commands(query, sources=None, cursor=c, limit=PAGE)):
+        for record in every(lambda c, i=command.id: store.get_resource_updates(i, cursor=c, limit=PAGE)):
+            if record.ksuid not in missing or record.ksuid in found or not record.data.get("desired_sealed"):
+                continue
+            try:
+                change = change_of(record, sealer)
+            except SealError as error:  # the agent's key changed: the secret stays a hash, the update says so
+                log.warning("auto-reconcile of %s/%s: %s", stack, record.resource_label, error)
+                continue
+            plain = change.desired or {}
+            restored = _restore(missing[record.ksuid], plain,
+                                values.hash_secrets(plain, opaque_fields_of(change.schema)))
+            if not _hashed(restored):
+                found[record.ksuid] = restored
+        if len(found) == len(missing):
+            break
+    return found
+
+
+def _hashed(value: Any) -> bool:
+    if isinstance(value, dict):
+        return bool(value.get("$hashed")) or any(_hashed(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_hashed(v) for v in value)
+    return False
+
+
+def _restore(stored: Any, plain: Any, hashed: Any) -> Any:
+    """``stored`` with each secret hash replaced by the plain value at the same place in ``plain`` whose hash
+    (at the same place in ``hashed``) it is."""
+    if isinstance(stored, dict) and stored.get("$hashed"):
+        return plain if hashed == stored else stored
+    if isinstance(stored, dict):
+        plain_d = plain if isinstance(plain, dict) else {}
+        hashed_d = hashed if isinstance(hashed, dict) else {}
+        return {k: _restore(v, plain_d.get(k), hashed_d.get(k)) for k, v in stored.items()}
+    if isinstance(stored, list):
+        plain_l = plain if isinstance(plain, list) else []
+        hashed_l = hashed if isinstance(hashed, list) else []
+        return [_restore(v, plain_l[i] if i < len(plain_l) else None, hashed_l[i] if i < len(hashed_l) else None)
+                for i, v in enumerate(stored)]
+    return stored

@@ -1,0 +1,141 @@
+"""Drift end to end, with a real agent running the LOCAL plugin and the real CLI: files edited and deleted by
+hand → ``POST /admin/synchronize`` stores what is on disk → ``GET /stacks/{stack}/drift`` lists it → a
+reconcile is refused and says what changed and the two ways out → ``--force`` puts the forma back on disk →
+the next reconcile is a no-op. The extract way out is ``test_drift_extract.py``."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from support.processes import Agent, free_port, run_svc
+
+ENV = {"COLUMNS": "200"}
+PAGE = "<!-- site -->\nhello\n"  # what the forma's template renders to
+FORMA = '''\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@local/local.pkl" as lcl
+import "@local/fs.pkl"
+
+local dir = new fs.Directory { label = "dir"; path = "site"; mode = "0755" }
+
+forma {
+  new svc.Stack { label = "web" }
+  new svc.Target { label = "disk"; config = new lcl.Config { root = "%s" } }
+  dir
+  new fs.File { label = "page"; path = "site/page.html"; content = "<!-- \\(dir.res.path) -->\\nhello\\n" }
+  new fs.File { label = "notes"; path = "site/notes.txt"; content = "plain text\\n" }
+}
+'''
+
+
+@dataclass
+class Site:
+    agent: Agent
+    root: Path
+    forma: Path
+
+    @property
+    def api(self) -> str:
+        return f"{self.agent.url}/api/v1"
+
+    def svc(self, *args: str) -> Any:
+        return run_svc(*args, "--config", str(self.agent.config), env=ENV)
+
+    def apply(self, *extra: str) -> Any:
+        return self.svc("apply", "--mode", "reconcile", str(self.forma), "--yes", "--wait", *extra)
+
+    def inventory(self) -> dict[str, dict[str, Any]]:
+        result = self.svc("inventory", "resources", "--query", "stack:web", "--output-consumer", "machine")
+        assert result.returncode == 0, result.stderr
+        return {r["Label"]: r for r in json.loads(result.stdout)["Resources"]}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    base = tmp_path_factory.mktemp("drift")
+    monkeypatch = pytest.MonkeyPatch()
+    for name, value in {"HOME": base / "home", "XDG_DATA_HOME": base / "home" / "data",
+                        "XDG_CONFIG_HOME": base / "home" / "config", "SVC_PID_FILE": base / "agent.pid"}.items():
+        monkeypatch.setenv(name, str(value))
+    port = free_port()
+    config = base / "agent.pkl"
+    config.write_text(textwrap.dedent(f"""\
+        amends "svc:/Config.pkl"
+        import "plugins:/LOCAL.pkl"
+        agent {{
+          server {{ bindAddress = "127.0.0.1"; port = {port} }}
+          datastore {{ sqlite {{ filePath = "{base / 'svc.db'}" }} }}
+          resourcePlugins {{ new LOCAL.PluginConfig {{}} }}
+          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 3 }}
+          synchronization {{ enabled = false }}  // on demand only: the test decides when
+          discovery {{ enabled = false }}
+        }}
+        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
+    """))
+    forma = base / "site.pkl"
+    forma.write_text(FORMA % (base / "root"))
+    agent = Agent(config=config, port=port, log=base / "agent.log").start()
+    try:
+        yield Site(agent, base / "root", forma)
+    finally:
+        agent.stop()
+        monkeypatch.undo()
+
+
+def test_a_hand_edit_is_synchronized_shown_refused_and_reverted(site: Site) -> None:
+    created = site.apply()
+    assert created.returncode == 0, created.stdout + created.stderr
+    page, notes = site.root / "site" / "page.html", site.root / "site" / "notes.txt"
+    assert page.read_text() == PAGE
+
+    # Behind svc's back: a templated file edited, another deleted.
+    page.write_text("edited by hand\n")
+    notes.unlink()
+    synced = httpx.post(f"{site.api}/admin/synchronize", timeout=60)
+    assert synced.status_code == 200 and synced.json()["CommandId"], synced.text
+    inventory = site.inventory()
+    assert inventory["page"]["Properties"]["Content"]["$value"] == "edited by hand\n"  # the template stays too
+    assert "notes" not in inventory
+
+    drift = httpx.get(f"{site.api}/stacks/web/drift")
+    assert drift.status_code == 200, drift.text
+    modified = {m["Label"]: m for m in drift.json()["ModifiedResources"]}
+    assert set(modified) == {"page", "notes"}
+    assert modified["notes"]["Operation"] == "delete" and "PatchDocument" not in modified["notes"]
+    assert modified["page"]["Operation"] == "update"
+    assert modified["page"]["PatchDocument"] == [{"op": "replace", "path": "/Content", "value": "edited by hand\n"}]
+    assert modified["page"]["OldProperties"]["Content"].get("$value") is None
+    alias = httpx.get(f"{site.api}/stacks/web/changes-since-last-reconcile")
+    assert alias.status_code == 200 and alias.json() == drift.json()
+    assert httpx.get(f"{site.api}/stacks/nowhere/drift").status_code == 404
+
+    refused = site.apply()
+    assert refused.returncode == 1
+    out = refused.stdout
+    assert "update  page (LOCAL::FS::File)" in out and "delete  notes (LOCAL::FS::File)" in out, out
+    assert 'replace /Content: "edited by hand\\n"' in out, out
+    assert "svc extract --query 'stack:web'" in out, out
+    assert f"svc apply --mode reconcile --force {site.forma}" in out, out
+    assert refused.stderr.startswith("Error: reconcile refused"), refused.stderr
+    machine = site.svc("apply", "--mode", "reconcile", str(site.forma), "--output-consumer", "machine")
+    assert machine.returncode == 1 and "ReconcileRejected" in machine.stderr and machine.stdout == ""
+    assert page.read_text() == "edited by hand\n" and not notes.exists()  # refused: nothing touched
+
+    # The other way out, `svc extract --query 'stack:web' FILE` absorbing the change so that the next reconcile
+    # is a no-op, is tests/e2e/test_drift_extract.py (issue 6 item 5).
+
+    forced = site.apply("--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert page.read_text() == PAGE and notes.read_text() == "plain text\n"
+    again = site.apply()
+    assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
+    assert httpx.get(f"{site.api}/stacks/web/drift").json() == {"ModifiedResources": []}

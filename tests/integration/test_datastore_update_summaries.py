@@ -1,0 +1,38 @@
+"""``get_resource_update_summaries``: a command's updates without their data documents, except the failed and
+rejected ones' (their messages), paged like ``get_resource_updates``; on every backend."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from svc.datastore import Datastore
+from svc.datastore.records import CommandRecord, ResourceUpdateRecord
+from svc.datastore.update_writes import UpdateStateWrite
+from svc.ids import new_id
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _update(command_id: str, n: int) -> ResourceUpdateRecord:
+    return ResourceUpdateRecord(command_id=command_id, ksuid=f"k{n:04d}", operation="create", state="NotStarted",
+                                resource_type="FAKE::Test::Item", resource_label=f"r{n}", stack_label="app",
+                                data={"change": {"n": n}, "message": f"note {n}"})
+
+
+def test_summaries_carry_everything_but_the_documents_of_updates_that_did_not_fail(datastore: Datastore) -> None:
+    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
+                            mode="reconcile")
+    datastore.put_command(command, [_update(command.id, n) for n in range(1100)])
+    states = {0: "Success", 1: "Failed", 2: "Rejected", 3: "InProgress", 4: "Canceled"}
+    datastore.set_resource_update_states([
+        UpdateStateWrite(command.id, f"k{n:04d}", "create", state, data={"change": {"n": n}, "message": f"m{n}"},
+                         start_ts=T0) for n, state in states.items()])
+    full = datastore.get_resource_updates(command.id, limit=1000)
+    first = datastore.get_resource_update_summaries(command.id, limit=1000)
+    rest = datastore.get_resource_update_summaries(command.id, cursor=first.next_cursor, limit=1000)
+    assert len(first.items) == 1000 and len(rest.items) == 100 and rest.next_cursor is None
+    for summary, record in zip(first.items, full.items, strict=True):
+        failed = record.state in ("Failed", "Rejected")
+        assert summary == (record if failed else replace(record, data={}))
+    assert [s.data.get("message") for s in first.items[:5]] == [None, "m1", "m2", None, None]

@@ -1,0 +1,151 @@
+"""Stack policies in the Engine, in process, on a real datastore with the FAKE plugin: policies stored at
+submit, the auto-reconcile baseline (the stack as its last reconcile left it: later patches and changes
+made outside svc undone, secrets in plain text again), and the expirer's passes (an empty expired stack,
+``ExpiresAt``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from svc_plugin_fake import FakeCloud
+
+from support.engine import fake_forma, item, make_engine, resource
+from svc.datastore import Datastore, PolicyWrite
+from svc.engine.engine import Engine
+from svc.engine.expiry import StackExpirer
+from svc.engine.reconciler import AutoReconciler, baseline
+from svc.engine.service import ApplyRequest, Caller
+from svc.forma.model import Forma
+
+CALLER = Caller("client-1")
+TIMEOUT = 60
+pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite"], indirect=True)
+
+
+def run(datastore: Datastore, tmp_path: Path, scenario: Callable[[Engine], Awaitable[None]]) -> None:
+    async def main() -> None:
+        engine = make_engine(datastore, tmp_path / "engine.key")
+        await engine.start()
+        try:
+            await scenario(engine)
+        finally:
+            await engine.stop()
+
+    asyncio.run(main())
+
+
+def with_policies(forma: Forma, *policies: dict[str, Any]) -> Forma:
+    document = forma.to_json()
+    document["Stacks"][0]["Policies"] = list(policies)
+    return Forma.model_validate(document)
+
+
+async def applied(engine: Engine, forma: Forma, mode: str = "reconcile", *, force: bool = False) -> Any:
+    response = await engine.apply(ApplyRequest(forma, mode, force=force), CALLER)  # type: ignore[arg-type]
+    assert response.Simulation.ChangesRequired
+    view = await engine.wait(response.CommandId, TIMEOUT)
+    assert view is not None and view.State == "Success", view
+    return view
+
+
+def test_policies_are_stored_at_submit_and_reconcile_deletes_undeclared_ones(datastore: Datastore,
+                                                                           tmp_path: Path) -> None:
+    cloud = tmp_path / "cloud.db"
+
+    async def scenario(engine: Engine) -> None:
+        forma = fake_forma(cloud, [item("a", "1")])
+        view = await applied(engine, with_policies(forma, {"Type": "ttl", "TTLSeconds": 3600, "OnDependents": "abort"},
+                                                   {"Type": "auto-reconcile", "Label": "ar", "IntervalSeconds": 60}))
+        assert [(u.PolicyType, u.Operation, u.State) for u in view.PolicyUpdates] == [
+            ("ttl", "create", "Success"), ("auto-reconcile", "create", "Success")]
+        stack = datastore.get_stack("app")
+        assert stack is not None
+        stored = {p.policy_type: p for p in datastore.list_policies(stack_id=stack.id).items}
+        assert dict(stored["auto-reconcile"].data) == {"IntervalSeconds": 60} and stored["auto-reconcile"].label == "ar"
+        # Only the auto-reconcile policy declared now: the TTL one is deleted, in a policy-only command.
+        view = await applied(engine, with_policies(forma, {"Type": "auto-reconcile", "Label": "ar",
+                                                           "IntervalSeconds": 60}))
+        assert [(u.PolicyType, u.Operation) for u in view.PolicyUpdates] == [("ttl", "delete")]
+        assert [p.label for p in datastore.list_policies(stack_id=stack.id).items] == ["ar"]
+
+    run(datastore, tmp_path, scenario)
+
+
+def test_the_baseline_is_the_stack_as_its_last_reconcile_left_it(datastore: Datastore, tmp_path: Path) -> None:
+    cloud = tmp_path / "cloud.db"
+    policy = {"Type": "auto-reconcile", "IntervalSeconds": 3600}
+
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, with_policies(fake_forma(cloud, [item("a", "1", token="t"), item("b", "1", token="t")]),
+                                            policy))
+        await applied(engine, fake_forma(cloud, [item("a", "patched", token="t"), item("c", "new")]), "patch")
+        # The last reconcile takes c (created by the patch) in as it is, and replaces b (create-only Token).
+        await applied(engine, with_policies(fake_forma(cloud, [item("a", "1", token="t"), item("b", "1", token="u"),
+                                                               item("c", "new")]), policy), force=True)
+        await applied(engine, fake_forma(cloud, [item("a", "patched again", token="t")]), "patch")
+        forma = baseline(datastore, engine.sealer, "app")
+        declared = {r.label: r.properties for r in forma.resources}
+        assert declared == {"a": {"Value": "1", "Token": "t"}, "b": {"Value": "1", "Token": "u"},
+                            "c": {"Value": "new"}}
+        reconciler = engine.jobs.get("auto-reconciler") or AutoReconciler(engine)
+        assert isinstance(reconciler, AutoReconciler)
+        command_id = await reconciler.reconcile("app", CALLER)
+        assert command_id is not None
+        view = await engine.wait(command_id, TIMEOUT)
+        assert view is not None and view.State == "Success"
+        assert [(u.ResourceLabel, u.Operation) for u in view.ResourceUpdates] == [("a", "update")]
+        values = {r["properties"].get("Value") for r in FakeCloud(cloud).resources("FAKE::Test::Item").values()}
+        assert values == {"1", "new"}  # a is back to what the last reconcile said
+        assert await reconciler.reconcile("app", CALLER) is None  # nothing drifted any more
+
+    run(datastore, tmp_path, scenario)
+
+
+def test_an_empty_expired_stack_is_deleted_and_expires_at_is_a_deadline(datastore: Datastore,
+                                                                        tmp_path: Path) -> None:
+    cloud = tmp_path / "cloud.db"
+
+    async def scenario(engine: Engine) -> None:
+        empty = datastore.create_stack("empty")
+        datastore.put_policy(PolicyWrite("gone", "ttl", {"ExpiresAt": "2020-01-01T00:00:00Z"}, stack_id=empty.id))
+        await applied(engine, with_policies(fake_forma(cloud, [item("a", "1", stack="later")], stacks=("later",)),
+                                            {"Type": "ttl", "ExpiresAt": "2999-01-01T00:00:00+01:00"}))
+        expirer = StackExpirer(engine, interval=3600)
+        sweep = await expirer.run_now()
+        assert sweep.to_json() == {"expired_stacks": ["empty"], "command_ids": []}
+        assert datastore.get_stack("empty") is None and datastore.get_policy("gone", empty.id) is None
+        assert datastore.get_stack("later") is not None  # not yet
+        assert (await expirer.run_now()).to_json() == {"expired_stacks": [], "command_ids": []}
+
+    run(datastore, tmp_path, scenario)
+
+
+def test_a_resource_deleted_outside_svc_comes_back_with_its_secret(datastore: Datastore, tmp_path: Path) -> None:
+    cloud = tmp_path / "cloud.db"
+    bucket = resource("bkt", "FAKE::Storage::Bucket",
+                      {"Name": "bkt-1", "ApiKey": {"$value": "s3cr3t-key", "$visibility": "Opaque"}})
+
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, with_policies(fake_forma(cloud, [bucket, item("a", "1")]),
+                                            {"Type": "auto-reconcile", "IntervalSeconds": 3600}))
+        FakeCloud(cloud).remove("bkt-1")
+        FakeCloud(cloud).set_property(next(iter(FakeCloud(cloud).resources("FAKE::Test::Item"))), "Value", "oob")
+        assert await engine.synchronize() is not None
+        forma = baseline(datastore, engine.sealer, "app")
+        assert forma is not None
+        secret = next(r for r in forma.resources if r.label == "bkt").properties["ApiKey"]
+        assert secret == {"$value": "s3cr3t-key", "$visibility": "Opaque"}  # unsealed, never a hash
+        command_id = await AutoReconciler(engine).reconcile("app", CALLER)
+        assert command_id is not None
+        view = await engine.wait(command_id, TIMEOUT)
+        assert view is not None and view.State == "Success", view
+        assert sorted((u.ResourceLabel, u.Operation) for u in view.ResourceUpdates) == [("a", "update"),
+                                                                                         ("bkt", "create")]
+        assert FakeCloud(cloud).get("bkt-1")["properties"]["ApiKey"] == "s3cr3t-key"
+        assert [i["properties"]["Value"] for i in FakeCloud(cloud).resources("FAKE::Test::Item").values()] == ["1"]
+
+    run(datastore, tmp_path, scenario)

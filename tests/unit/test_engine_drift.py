@@ -1,0 +1,123 @@
+"""Drift, pure parts: the read-back merge keeps the user's envelopes but not their stale values, what a
+synchronization read stores (write-only fields, secrets), the drift patch (RFC 6902), and how the CLI shows
+it (never a secret's value)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import jsonpatch
+import pytest
+
+from support.planning import CATALOG, forma, inventory, new_id, resource, stored
+from svc.cli.drift import patch_lines
+from svc.datastore import ResourceVersion
+from svc.engine import errors, values
+from svc.engine.drift import drift_patch, observed
+from svc.engine.planner import Modification, PlanRequest, plan
+from svc.engine.steps import merge
+from svc.engine.sync import observed_state
+from svc.schema.model import Schema
+
+REF = "svc://2YaaaaaaaaaaaaaaaaaaaaaaaaA#/Path"
+
+
+def template(value: str | None = None) -> dict:
+    embed = {"$embed": True, "$parts": ["<!-- ", {"$ref": REF, "$value": "site"}, " -->"]}
+    return embed if value is None else {**embed, "$value": value}
+
+
+def test_a_template_keeps_its_parts_and_holds_a_different_read_back_value() -> None:
+    assert merge(template(), "<!-- site -->") == template()  # what the parts assemble to: unchanged
+    edited = merge(template(), "edited by hand")
+    assert edited == template("edited by hand")
+    assert values.plain(edited) == "edited by hand"  # the planner and resolver see what the provider has
+    assert merge(edited, "<!-- site -->") == template()  # a write that makes them agree drops it again
+    assert merge(template(), None) == template()  # nothing read: the user's state stays
+
+
+def test_a_changed_value_is_a_change_of_the_stored_properties() -> None:
+    before = {"Content": template(), "Dir": {"$ref": REF, "$value": "site"}}
+    same = merge(before, {"Content": "<!-- site -->", "Dir": "site"})
+    assert same == before
+    changed = merge(before, {"Content": "<!-- site -->", "Dir": "elsewhere"})
+    assert changed["Dir"] == {"$ref": REF, "$value": "elsewhere"} and changed != before
+
+
+def test_a_res_envelope_keeps_its_structure_with_the_value_read() -> None:
+    res = {"$res": True, "$label": "net", "$type": "T", "$property": "Id", "$stack": "s"}
+    assert merge({"Net": res}, {"Net": "net-2"}) == {"Net": {**res, "$value": "net-2"}}
+
+
+def test_a_template_with_a_read_back_value_is_not_a_value_envelope() -> None:
+    assert not values.is_value(template("x")) and values.is_embed(template("x"))
+
+
+SCHEMA = Schema.model_validate({
+    "Identifier": "$.Id", "Fields": ["Name", "Password", "ApiKey", "Size"],
+    "Hints": {"Password": {"WriteOnly": True}, "ApiKey": {"Opaque": True}}})
+
+
+def version(properties: dict) -> ResourceVersion:
+    return ResourceVersion(ksuid="k", version="v", operation="update", type="T", label="l", stack="s", target="t",
+                           native_id="n", managed=True, properties=properties, read_only_properties={}, document={},
+                           command_id=None, valid_from=datetime.now(UTC), current=True, deleted=False)
+
+
+def test_a_read_stores_no_write_only_value_and_hashes_secrets() -> None:
+    kept = {"Name": "a", "Password": values.hashed_secret("pw"), "ApiKey": values.hashed_secret("key")}
+    unchanged, read_only = observed_state(version(kept), SCHEMA, {"Name": "a", "ApiKey": "key", "Id": "n"})
+    assert unchanged == kept and read_only == {"Id": "n"}
+    # a provider that echoes a write-only field (or a placeholder for it) changes nothing
+    echoed, _ = observed_state(version(kept), SCHEMA, {"Name": "a", "ApiKey": "key", "Password": "****"})
+    assert echoed == kept
+    rotated, _ = observed_state(version(kept), SCHEMA, {"Name": "a", "ApiKey": "new-key"})
+    assert rotated["ApiKey"] == values.hashed_secret("new-key") and "new-key" not in str(rotated)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ({"A": 1, "B": "x"}, {"A": 2, "C": True}),
+    ({"L": [1, 2, 3]}, {"L": [1, 5]}),
+    ({"L": [1]}, {"L": [1, {"k": "v"}, 3]}),
+    ({"N": {"a": {"b": 1}}}, {"N": {"a": {"b": 1, "c/d": 2, "e~f": 3}}}),
+    ({"T": 1}, {"T": True}),
+    ({}, {}),
+])
+def test_the_drift_patch_turns_old_into_new(old: dict, new: dict) -> None:
+    patch = drift_patch(old, new)
+    assert jsonpatch.apply_patch(old, patch) == new
+    assert (patch == []) == (old == new and all(type(old[k]) is type(new[k]) for k in old))
+
+
+def test_the_patch_compares_what_the_provider_has() -> None:
+    old = {"Content": template(), "Key": values.hashed_secret("a")}
+    new = {"Content": template("edited"), "Key": values.hashed_secret("b")}
+    patch = drift_patch(observed(old), observed(new))
+    assert patch[0] == {"op": "replace", "path": "/Content", "value": "edited"}
+    assert patch[1] == {"op": "replace", "path": "/Key", "value": observed(new)["Key"]}  # whole, as a hash
+    assert patch[1]["value"]["$value"] == values.digest("b") and len(patch) == 2
+
+
+def test_the_cli_lists_changed_fields_but_never_a_secret() -> None:
+    lines = patch_lines([
+        {"op": "replace", "path": "/Content", "value": "edited by hand"},
+        {"op": "replace", "path": "/Key", "value": values.hashed_secret("b")},
+        {"op": "remove", "path": "/Mode"},
+    ])
+    assert lines == ['replace /Content: "edited by hand"', "replace /Key: (a secret: changed)", "remove /Mode"]
+    many = patch_lines([{"op": "add", "path": f"/F{i}", "value": "x" * 200} for i in range(20)])
+    assert len(many) == 9 and many[-1] == "… and 12 more" and len(many[0]) < 90
+
+
+def test_reconcile_refused_when_it_would_recreate_what_was_deleted_outside_svc() -> None:
+    inv = inventory(stored("K2", "T::Test::Item", "b", {"Value": "2"}))
+    desired = forma(resource("a", "T::Test::Item", {"Value": "1"}), resource("b", "T::Test::Item", {"Value": "2"}))
+    inv.modifications["app"] = [Modification("app", "T::Test::Item", "a", "delete", "K1", out_of_band=True)]
+    with pytest.raises(errors.ReconcileRejected) as raised:
+        plan(PlanRequest("apply", "reconcile", desired), inv, CATALOG, new_id)
+    assert raised.value.data["ModifiedStacks"]["app"]["ModifiedResources"] == [
+        {"Stack": "app", "Type": "T::Test::Item", "Label": "a", "Operation": "delete"}]
+    # destroyed by a user: re-applying the forma brings it back without a refusal
+    inv.modifications["app"] = [Modification("app", "T::Test::Item", "a", "delete", "K1")]
+    changeset = plan(PlanRequest("apply", "reconcile", desired), inv, CATALOG, new_id)
+    assert [(c.label, c.operation) for c in changeset.resources] == [("a", "create")]
