@@ -101,11 +101,17 @@ def test_reconcile_is_refused_after_an_out_of_band_change_then_forced(world: Wor
     assert world.apply(world.forma(chain("a"))).returncode == 0
     # A patch outside the reconciled forma is an out-of-band change for the next reconcile.
     assert world.apply(world.forma(chain("a", value="patched")), "patch").returncode == 0
-    refused = world.apply(world.forma(chain("a")))
+    path = world.forma(chain("a"))
+    refused = world.apply(path)
     assert refused.returncode == 1
-    [line] = refused.stderr.strip().splitlines()
-    assert line.startswith("Error: apply refused by the agent (ReconcileRejected)")
-    assert "a" in line and "--force" in line
+    out = refused.stdout
+    # The changed resource with what changed, then both ways out: keep it (extract), or revert it (--force).
+    assert "Stack app:" in out and "update  a (FAKE::Test::Item)" in out, out
+    assert 'replace /Value: "patched-a"' in out, out
+    assert "keep the change:   svc extract --query 'stack:app' <file.pkl>" in out, out
+    assert f"revert the change: svc apply --mode reconcile --force {path}" in out, out
+    assert refused.stderr == ("Error: reconcile refused: app changed outside this forma since the last reconcile "
+                              "(listed above)\n"), refused.stderr
     [item] = world.cloud_labels("FAKE::Test::Item").values()
     assert item["properties"]["Value"] == "patched-a"  # nothing was changed
     forced = world.apply(world.forma(chain("a")), "reconcile", "--force")
@@ -143,13 +149,14 @@ def test_a_hard_failure_fails_its_dependents_without_running_them(world: World) 
 # -- cancel, conflicts ----------------------------------------------------------------------------------------
 
 def test_cancel_lets_running_updates_finish_and_skips_the_rest(world: World) -> None:
-    world.cloud.set_knob("latency", {"create": 1.5})
-    command_id = submit(world, world.forma(chain("a", "b", "c")))
+    world.cloud.set_knob("hang", {"ops": ["create"]})  # a's create runs until the knob is cleared, however slow
+    command_id = submit(world, world.forma(chain("a", "b", "c")))  # the CLI and the agent are under load
     wait_running(world, command_id, "a")  # b and c wait for a: they have not started
     canceled = world.svc("cancel", "--query", f"id:{command_id}", "--output-consumer", "machine",
                          "--output-schema", "json")
     assert canceled.returncode == 0, canceled.stderr
     assert json.loads(canceled.stdout)["CommandIds"] == [command_id]
+    world.cloud.clear_knobs()  # a's create goes on and finishes
     final = world.wait_terminal(command_id)
     assert final["State"] == "Canceled"
     states = {u["ResourceLabel"]: u["State"] for u in final["ResourceUpdates"]}
@@ -173,8 +180,9 @@ def test_force_cancel_ends_the_command_at_once(world: World) -> None:
 
 
 def test_a_conflicting_apply_is_refused_with_409(world: World) -> None:
-    world.cloud.set_knob("latency", {"create": 2.0})
+    world.cloud.set_knob("hang", {"ops": ["create"]})  # the first command runs until the knob is cleared
     first = submit(world, world.forma(chain("a")))
+    wait_running(world, first, "a")
     second = world.apply(world.forma(chain("a", "b")))
     assert second.returncode == 1
     [line] = second.stderr.strip().splitlines()

@@ -15,16 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from support.aws import isolated_aws_home
 from support.aws_identity_cases import IDENTITY_CASES, private_key
-from support.aws_world import aws_world
 from support.conformance import Bench, bench, discovery_phase, extract_phase, run_conformance
+from support.moto import moto_server
 from support.secrets_scan import assert_nowhere
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     directory = tmp_path_factory.mktemp("aws-identity")
-    with aws_world(directory) as url:
+    with isolated_aws_home(directory), moto_server(directory / "moto.log") as url:
         yield url, directory
 
 

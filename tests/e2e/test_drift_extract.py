@@ -121,14 +121,19 @@ def test_extract_absorbs_a_hand_edit_and_the_next_reconcile_is_a_no_op(site: Sit
         assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
     assert style.read_text() == EDITED and page.read_text() == "typed over the template\n"
     assert f"{directory.stat().st_mode & 0o777:o}" == "700"
+    # That no-op reconcile is the stack's new baseline: nothing is listed as drift any more.
+    drift = httpx.get(f"{site.agent.url}/api/v1/stacks/web/drift", timeout=30)
+    assert drift.status_code == 200 and drift.json() == {"ModifiedResources": []}, drift.text
 
     # The same change folded into the original forma by hand is absorbed as well…
     folded = site.directory / "folded.pkl"
     folded.write_text(FORMA % {"root": root, "mode": "0700", "page": r'"typed over the template\n"',
                                "style": r"h1 { color: red; }\n"})
     assert "No changes needed" in site.reconcile(folded).stdout
-    # …while the original forma, which still says otherwise, is still refused.
-    assert site.reconcile(site.forma).returncode == 1
+    # …and the original forma, which says otherwise, is now an ordinary change of the stack, not drift.
+    planned = site.svc("apply", "--mode", "reconcile", str(site.forma), "--simulate")
+    assert planned.returncode == 0 and "refused" not in planned.stdout + planned.stderr, planned.stdout + planned.stderr
+    assert "~ update" in planned.stdout and "style" in planned.stdout, planned.stdout
 
 
 def test_extract_options_and_refusals(site: Site) -> None:

@@ -292,6 +292,21 @@ def test_command_queries_and_pages(datastore: Datastore) -> None:
     assert len(listed("command:sync", sources=None)) == 1
 
 
+def test_stacks_a_command_covers_without_updates_match_stack_queries(datastore: Datastore) -> None:
+    """A reconcile that changes nothing in a stack is still that stack's baseline (drift.last_reconcile)."""
+    older = command(state="Success", mode="reconcile")
+    datastore.put_command(older, [update(older.id, 1, stack="web")], stacks=["web", "db"])
+    marker = command(state="Success", mode="reconcile", start_ts=T0 + timedelta(minutes=1))
+    assert datastore.put_command(marker, stacks=["db", "db"])  # repeats are one row
+
+    def listed(text: str) -> list[str]:
+        return [c.id for c in datastore.list_commands(parse_query(text, COMMAND_FIELDS), limit=100).items]
+
+    assert listed("stack:db") == [marker.id, older.id] and listed("stack:web") == [older.id]
+    assert listed("stack:d*") == [marker.id, older.id] and listed("stack:elsewhere") == []
+    assert datastore.delete_command(marker.id) and listed("stack:db") == [older.id]
+
+
 def test_incomplete_commands_and_deletion(datastore: Datastore) -> None:
     done, running = command(state="Success"), command(state="InProgress", start_ts=T0 + timedelta(seconds=1))
     datastore.put_command(done)

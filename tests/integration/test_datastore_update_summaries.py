@@ -36,3 +36,19 @@ def test_summaries_carry_everything_but_the_documents_of_updates_that_did_not_fa
         failed = record.state in ("Failed", "Rejected")
         assert summary == (record if failed else replace(record, data={}))
     assert [s.data.get("message") for s in first.items[:5]] == [None, "m1", "m2", None, None]
+
+
+def test_summaries_modified_since_hold_the_updates_written_since(datastore: Datastore) -> None:
+    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
+                            mode="reconcile")
+    datastore.put_command(command, [_update(command.id, n) for n in range(6)])
+    datastore.set_resource_update_states([UpdateStateWrite(command.id, f"k{n:04d}", "create", "InProgress")
+                                          for n in range(4)])
+    between = datetime.now(UTC)
+    datastore.set_resource_update_states([UpdateStateWrite(command.id, f"k{n:04d}", "create", "Success")
+                                          for n in (1, 2)])
+    datastore.set_resource_update_state(command.id, "k0005", "create", "Failed", data={"message": "boom"})
+    since = datastore.get_resource_update_summaries(command.id, modified_since=between).items
+    assert [(s.ksuid, s.state, s.data.get("message")) for s in since] == [
+        ("k0001", "Success", None), ("k0002", "Success", None), ("k0005", "Failed", "boom")]
+    assert len(datastore.get_resource_update_summaries(command.id, modified_since=T0).items) == 6 - 1  # k0004: never

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
 import time
 from pathlib import Path
 
@@ -13,11 +14,15 @@ import pytest
 from svc_plugin_fake import FakeCloud
 
 from support.engine import fake_forma, item, make_engine
+from svc.config import load_config
 from svc.datastore import Datastore
+from svc.engine.build import build_engine
 from svc.engine.discovery import PAGE_SIZE, discover
 from svc.engine.discovery_filters import LabelRules
 from svc.engine.discovery_settings import PluginDiscovery
+from svc.engine.engine import Engine
 from svc.engine.service import ApplyRequest, Caller
+from svc.forma.model import Forma
 
 pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite", "postgres"], indirect=True)
 
@@ -65,3 +70,55 @@ def test_paged_throttled_restricted_and_idempotent(datastore: Datastore, tmp_pat
     assert labels[:3] == ["v0", "v0-1", "v0-10"] and len(set(labels)) == ITEMS  # $.Value, made unique
     mine = datastore.get_resource_by_label("app", "FAKE::Test::Item", "mine")
     assert mine is not None and mine.managed  # listed too, but known: left as it is
+
+
+def test_a_target_made_discoverable_is_discovered_when_its_command_ends(datastore: Datastore, tmp_path: Path) -> None:
+    """engine.md §6 triggers: a discoverable target created, or updated to be discoverable, is listed at once,
+    not by the timer (put off here) or at the next interval (10 min)."""
+    config_file = tmp_path / "agent.pkl"
+    config_file.write_text(textwrap.dedent("""\
+        amends "svc:/Config.pkl"
+        import "plugins:/FAKE.pkl"
+        agent {
+          resourcePlugins { new FAKE.PluginConfig {} }
+          retry { retryDelay = 50.ms; statusCheckInterval = 50.ms; maxRetries = 3 }
+          synchronization { enabled = false }
+        }
+    """))
+    clouds = {name: FakeCloud(tmp_path / f"{name}.db") for name in ("first", "second")}
+    for name, cloud in clouds.items():
+        cloud.put("FAKE::Test::Item", f"stray-{name}", {"Id": f"stray-{name}", "Value": "made by hand"})
+
+    def forma(name: str, discoverable: bool) -> Forma:
+        document = fake_forma(tmp_path / f"{name}.db", [item(f"mine-{name}", "1", target=name, stack=name)],
+                              stacks=(name,), target=name).to_json()
+        document["Targets"][0]["Discoverable"] = discoverable
+        return Forma.model_validate(document)
+
+    async def discovered(native_id: str) -> None:
+        deadline = time.monotonic() + 60
+        while datastore.get_resource_by_native_id("FAKE::Test::Item", native_id) is None:
+            assert time.monotonic() < deadline, f"{native_id} was not discovered"
+            await asyncio.sleep(0.05)
+
+    async def applied(engine: Engine, desired: Forma) -> None:
+        response = await engine.apply(ApplyRequest(desired, "reconcile"), Caller("client"))
+        assert (await engine.wait(response.CommandId, 60)).State == "Success"  # type: ignore[union-attr]
+
+    async def scenario() -> None:
+        engine = build_engine(load_config(config_file).agent, datastore, key_file=tmp_path / "engine.key",
+                              in_process=True)
+        engine.jobs["discovery"].first_delay = 3600
+        await engine.start()
+        try:
+            await applied(engine, forma("first", discoverable=True))  # created discoverable
+            await discovered("stray-first")
+            await applied(engine, forma("second", discoverable=False))
+            await applied(engine, forma("second", discoverable=True))  # an update that makes it discoverable
+            await discovered("stray-second")
+        finally:
+            await engine.stop()
+
+    asyncio.run(scenario())
+    found = datastore.get_resource_by_native_id("FAKE::Test::Item", "stray-second")
+    assert found is not None and not found.managed and found.stack == "$unmanaged"

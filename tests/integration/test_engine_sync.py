@@ -1,7 +1,8 @@
 """Synchronization in process (the Engine on a real datastore, the FAKE plugin): out-of-band changes become
 versions, secrets stay hashed and unchanged ones make no version, deletes become tombstones, a stale read
 never overwrites or deletes a resource rewritten meanwhile, busy stacks wait, unmanaged resources are
-synchronized too, and the periodic job built from a real config fires by itself."""
+synchronized too (and evicted when a discovery filter now matches them), and the periodic job built from a
+real config fires by itself."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from support.engine import fake_forma, item, make_engine, resource
 from svc.config import load_config
 from svc.datastore import Datastore, ResourceVersion, ResourceWrite
 from svc.engine.build import build_engine
+from svc.engine.discovery import discover
+from svc.engine.discovery_filters import Condition, MatchFilter
+from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import Engine
 from svc.engine.service import ApplyRequest, Caller
-from svc.engine.sync import SyncPass
+from svc.engine.sync import SyncPass, synchronize
 
 CALLER = Caller("client-1")
 TIMEOUT = 60
@@ -127,14 +131,16 @@ def test_a_stale_read_never_overwrites_or_deletes_a_resource_rewritten_meanwhile
     run(datastore, tmp_path, scenario)
 
 
-def test_stacks_with_a_user_command_in_flight_are_skipped(datastore: Datastore, tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", ["user", "auto-reconciler"])
+def test_stacks_with_a_command_in_flight_are_skipped(datastore: Datastore, tmp_path: Path, source: str) -> None:
+    """Whoever started the apply (a user, the auto-reconciler, the stack expirer) owns the stack meanwhile."""
     cloud = FakeCloud(tmp_path / "cloud.db")
 
     async def scenario(engine: Engine) -> None:
         await applied(engine, fake_forma(cloud.path, [item("a", "1"), item("b", "1")]))
         cloud.set_knob("hang", {"ops": ["update"]})
         response = await engine.apply(ApplyRequest(fake_forma(cloud.path, [item("a", "2"), item("b", "1")]),
-                                                   "patch"), CALLER)
+                                                   "patch"), Caller(source, source=source))
         cloud.set_property(stored(datastore, "b").native_id, "Value", "by hand")
         try:
             assert await engine.synchronize() is None
@@ -164,6 +170,36 @@ def test_unmanaged_resources_are_synchronized(datastore: Datastore, tmp_path: Pa
     run(datastore, tmp_path, scenario)
 
 
+def test_discovery_filters_evict_unmanaged_resources_that_now_match(datastore: Datastore, tmp_path: Path) -> None:
+    cloud = FakeCloud(tmp_path / "cloud.db")
+    tagged = "$.Tags[?(@.Key=='svc:owner')].Value"
+    settings = {"FAKE": PluginDiscovery("FAKE", (
+        MatchFilter(("FAKE::Net::Network",), (Condition(tagged, "agent"),)),
+        MatchFilter(("FAKE::Test::Item",), (Condition("$.Value", "1"),)),  # matches the managed item too
+        MatchFilter(("FAKE::Net::Subnet",)),  # no conditions: keeps the type out of discovery, never evicts
+    ))}
+
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, fake_forma(cloud.path, [item("mine", "1")]))
+        cloud.put("FAKE::Net::Network", "net-1", {"NetworkId": "net-1", "Cidr": "10.0.0.0/16"})
+        cloud.put("FAKE::Net::Network", "net-2", {"NetworkId": "net-2", "Cidr": "10.1.0.0/16"})
+        cloud.put("FAKE::Net::Subnet", "sub-1", {"SubnetId": "sub-1", "NetworkId": "net-2", "Cidr": "10.1.0.0/24"})
+        await discover(engine, {"FAKE": PluginDiscovery("FAKE")})  # no filters yet: all three stored
+        assert {r.label for r in datastore.list_resources().items if not r.managed} == {"net-1", "net-2", "sub-1"}
+        assert await synchronize(engine, settings) is None  # none matches yet: nothing evicted
+        cloud.set_property("net-1", "Tags", [{"Key": "svc:owner", "Value": "agent"}])  # tagged since
+        command_id = await synchronize(engine, settings)
+        assert command_id is not None
+        live = {r.label: r for r in datastore.list_resources().items}
+        assert set(live) == {"mine", "net-2", "sub-1"}  # net-1 forgotten; the managed item is never evicted
+        [evicted] = [v for v in datastore.list_resource_versions(limit=1000).items if v.label == "net-1" and v.deleted]
+        assert evicted.command_id == command_id
+        assert "net-1" in cloud.resources("FAKE::Net::Network")  # forgotten, not deleted in the cloud
+        assert (await discover(engine, settings)).discovered == 0  # and discovery leaves it out from now on
+
+    run(datastore, tmp_path, scenario)
+
+
 def test_the_periodic_job_from_the_config_fires_by_itself(datastore: Datastore, tmp_path: Path) -> None:
     cloud = FakeCloud(tmp_path / "cloud.db")
     config_file = tmp_path / "agent.pkl"
@@ -171,12 +207,19 @@ def test_the_periodic_job_from_the_config_fires_by_itself(datastore: Datastore, 
         amends "svc:/Config.pkl"
         import "plugins:/FAKE.pkl"
         agent {
-          resourcePlugins { new FAKE.PluginConfig {} }
+          resourcePlugins { new FAKE.PluginConfig {
+            discoveryFilters { new { resourceTypes { "FAKE::Test::Item" }
+                                     conditions { new { propertyPath = "$.Value"; propertyValue = "unwanted" } } } }
+          } }
           retry { retryDelay = 50.ms; statusCheckInterval = 50.ms; maxRetries = 3 }
           synchronization { interval = 1.s }
         }
     """))
     config = load_config(config_file).agent
+    cloud.put("FAKE::Test::Item", "item-found", {"Id": "item-found", "Value": "unwanted"})
+    datastore.store_resource(ResourceWrite("FAKE::Test::Item", "found", "$unmanaged", "cloud",
+                                           {"Id": "item-found", "Value": "unwanted"}, managed=False,
+                                           native_id="item-found"))
 
     async def main() -> None:
         engine = build_engine(config, datastore, key_file=tmp_path / "engine.key", in_process=True)
@@ -186,8 +229,10 @@ def test_the_periodic_job_from_the_config_fires_by_itself(datastore: Datastore, 
             await applied(engine, fake_forma(cloud.path, [item("a", "1")]))
             cloud.set_property(native(cloud, "Value", "1"), "Value", "by hand")
             deadline = time.monotonic() + TIMEOUT
-            while stored(datastore, "a").properties.get("Value") != "by hand":
-                assert time.monotonic() < deadline, "no synchronization pass stored the change"
+            # The change is stored, and the config's discovery filters reach the job: the unmanaged item they
+            # match is evicted.
+            while [(r.label, r.properties.get("Value")) for r in datastore.list_resources().items] != [("a", "by hand")]:
+                assert time.monotonic() < deadline, "no synchronization pass stored the change and evicted the item"
                 await asyncio.sleep(0.1)
         finally:
             await engine.stop()

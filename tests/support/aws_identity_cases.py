@@ -83,33 +83,39 @@ def iam_role(url: str, run: str) -> Case:
 
 
 def iam_managed_policy(url: str, run: str) -> Case:
+    """Attached to a role of the same forma (``roles { app.res.roleName }``), a reference in a listing."""
     iam = boto_client(url, "iam")
+    setup = (f'local app = new role.Role {{ label = "app"; roleName = "{run}-holder"; '
+             f'assumeRolePolicyDocument = {pkl_text(json.dumps(TRUST))} }}\napp\n')
 
     def policy(name: str, document: Json) -> str:
         return (f'new managedpolicy.ManagedPolicy {{ label = "subject"; managedPolicyName = "{name}"; '
-                f'description = "reads"; policyDocument = {pkl_text(json.dumps(document))} }}')
+                f'description = "reads"; policyDocument = {pkl_text(json.dumps(document))}; '
+                'roles { app.res.roleName } }')
 
     def change(arn: str) -> Json:
         iam.create_policy_version(PolicyArn=arn, PolicyDocument=json.dumps(DENY_ALL), SetAsDefault=True)
         return {"PolicyDocument": compact_json(DENY_ALL)}
 
     def delete(arn: str) -> None:
+        for entity in iam.list_entities_for_policy(PolicyArn=arn)["PolicyRoles"]:
+            iam.detach_role_policy(RoleName=entity["RoleName"], PolicyArn=arn)
         for version in iam.list_policy_versions(PolicyArn=arn)["Versions"]:
             if not version["IsDefaultVersion"]:
                 iam.delete_policy_version(PolicyArn=arn, VersionId=version["VersionId"])
         iam.delete_policy(PolicyArn=arn)
 
-    return aws_case(url, "aws-iam-managedpolicy", "AWS::IAM::ManagedPolicy", ["iam/managedpolicy"], {
+    return aws_case(url, "aws-iam-managedpolicy", "AWS::IAM::ManagedPolicy", ["iam/role", "iam/managedpolicy"], {
         "base": policy(f"{run}-read", READ_OBJECTS),
         "update": policy(f"{run}-read", LIST_BUCKETS),
         "replace": policy(f"{run}-read2", LIST_BUCKETS),
     }, {
         "base": {"ManagedPolicyName": f"{run}-read", "Description": "reads", "Path": "/",
-                 "PolicyDocument": compact_json(READ_OBJECTS)},
+                 "PolicyDocument": compact_json(READ_OBJECTS)},  # the inventory keeps Roles as a reference
         "update": {"ManagedPolicyName": f"{run}-read", "PolicyDocument": compact_json(LIST_BUCKETS)},
-        "replace": {"ManagedPolicyName": f"{run}-read2", "PolicyDocument": compact_json(LIST_BUCKETS)},
-    }, change, delete)
-
+        "replace": {"ManagedPolicyName": f"{run}-read2", "PolicyDocument": compact_json(LIST_BUCKETS),
+                    "Roles": [f"{run}-holder"]},  # as the plugin reads it: attached to the setup's role
+    }, change, delete, setup=setup)
 
 
 def iam_group(url: str, run: str) -> Case:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from support.planning import BUCKET, NETWORK, SERVER
 from svc.engine import values
 from svc.engine.planner.diff import generate_patch, mask_patch
+from svc.schema.model import FieldHint, Schema
 
 
 def secret(value: str) -> dict:
@@ -58,8 +59,6 @@ def test_entity_set_provider_default_elements_are_kept():
 
 def test_provider_default_under_a_list_inside_an_object_is_not_drift():
     # S3's BucketEncryption.ServerSideEncryptionConfiguration[].BucketKeyEnabled: read back false when omitted.
-    from svc.schema.model import FieldHint, Schema
-
     schema = Schema(Identifier="$.Name", Fields=("Encryption",), Hints={
         "Encryption": FieldHint(), "Encryption.Rules": FieldHint(), "Encryption.Rules.Algorithm": FieldHint(),
         "Encryption.Rules.KeyEnabled": FieldHint(HasProviderDefault=True)})

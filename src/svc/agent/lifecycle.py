@@ -15,6 +15,7 @@ from pathlib import Path
 import uvicorn
 
 from svc import __version__
+from svc.agent.collector import tune_collector
 from svc.agent.errors import AgentError
 from svc.agent.logs import configure_logging
 from svc.agent.pidfile import is_alive, remove_pid, running_pid, write_pid
@@ -130,6 +131,7 @@ def start_agent(config_path: Path) -> None:
         timeout_graceful_shutdown=int(_STOP_TIMEOUT_SECONDS),
     ))
     write_pid(pid_path)
+    tune_collector()
     scheme = "https" if config.server.tls_enabled else "http"
     log.info("svc agent %s (id %s) listening on %s://%s:%d; logs in %s", info.version, info.agent_id, scheme,
              config.server.bind_address, config.server.port, log_file)

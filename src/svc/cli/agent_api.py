@@ -29,15 +29,27 @@ def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, A
     return response.json()
 
 
-def command(client: AgentClient, command_id: str, *, summary: bool = False) -> dict[str, Any] | None:
-    """One command (``CommandView``), None when the agent knows no such id. ``summary``: its resource updates
-    carry only their identity, operation, state and error (cheap to poll)."""
-    response = client.request("GET", f"/commands/{command_id}/status", params={"summary": "true"} if summary else None)
+def command(client: AgentClient, command_id: str) -> dict[str, Any] | None:
+    """One command (``CommandView``), None when the agent knows no such id."""
+    response = client.request("GET", f"/commands/{command_id}/status")
     if response.status_code == 404:
         return None
     raise_for(response, "command status")
     commands = response.json().get("Commands") or []
     return commands[0] if commands else None
+
+
+def command_changes(client: AgentClient, command_id: str,
+                    since: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The command in summary form with only the updates written since ``since`` (an as-of time the agent gave;
+    None: all of them), and the as-of time to ask from next; None when the agent knows no such id."""
+    params = {"summary": "true", **({"updated_since": since} if since else {})}
+    response = client.request("GET", f"/commands/{command_id}/status", params=params)
+    if response.status_code == 404:
+        return None, None
+    raise_for(response, "command status")
+    commands = response.json().get("Commands") or []
+    return (commands[0] if commands else None), response.headers.get("X-Svc-Updates-As-Of")
 
 
 def commands(client: AgentClient, *, query: str = "", scope: str = "client",

@@ -29,26 +29,44 @@ def _pause(took: float) -> float:
     return min(max(_FAST_POLL, _POLL_SHARE * took), _SLOW_POLL)
 
 
-def _fetch(client: AgentClient, command_id: str, *, summary: bool = False) -> dict[str, Any]:
-    command = agent_api.command(client, command_id, summary=summary)
+def _fetch(client: AgentClient, command_id: str) -> dict[str, Any]:
+    command = agent_api.command(client, command_id)
     if command is None:
         raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
     return command
 
 
-def _timed_fetch(client: AgentClient, command_id: str, *, summary: bool = False) -> tuple[dict[str, Any], float]:
+def _timed_fetch(client: AgentClient, command_id: str) -> tuple[dict[str, Any], float]:
     started = time.monotonic()
-    command = _fetch(client, command_id, summary=summary)
+    command = _fetch(client, command_id)
     return command, time.monotonic() - started
+
+
+class _Changes:
+    """Polls a command's summary, each time with only the updates written since the previous answer (all of
+    them the first time), so that following a big command costs the agent in proportion to its progress."""
+
+    def __init__(self, client: AgentClient, command_id: str) -> None:
+        self.client = client
+        self.command_id = command_id
+        self.since: str | None = None
+        self.took = 0.0
+
+    def next(self) -> dict[str, Any]:
+        started = time.monotonic()
+        command, self.since = agent_api.command_changes(self.client, self.command_id, self.since)
+        self.took = time.monotonic() - started
+        if command is None:
+            raise CliError(f"command {self.command_id} disappeared from the agent; check: svc command list")
+        return command
 
 
 def wait_quietly(client: AgentClient, command_id: str) -> dict[str, Any]:
     """Polls the command's summary until it is terminal, then returns its whole view."""
-    while True:
-        command, took = _timed_fetch(client, command_id, summary=True)
-        if command.get("State") in TERMINAL_COMMAND_STATES:
-            return _fetch(client, command_id)
-        time.sleep(_pause(took))
+    changes = _Changes(client, command_id)
+    while changes.next().get("State") not in TERMINAL_COMMAND_STATES:
+        time.sleep(_pause(changes.took))
+    return _fetch(client, command_id)
 
 
 def _view(command: dict[str, Any]) -> Group:
@@ -81,16 +99,24 @@ def _follow_live(client: AgentClient, command_id: str) -> dict[str, Any]:
 
 def _follow_lines(client: AgentClient, command_id: str) -> dict[str, Any]:
     reported: set[tuple[str, str]] = set()
+    changes = _Changes(client, command_id)  # a line needs no more than the summary
     while True:
-        command, took = _timed_fetch(client, command_id, summary=True)  # a line needs no more than the summary
-        for update in command.get("ResourceUpdates") or []:
-            key = (update.get("ResourceId", ""), update.get("Operation", ""))
-            if update.get("State") in TERMINAL_UPDATE_STATES and key not in reported:
-                reported.add(key)
-                message = update.get("ErrorMessage")
-                console.print(f"{update.get('State')}: {update.get('Operation')} {update.get('ResourceType')} "
-                              f"{update.get('ResourceLabel')} (stack {update.get('StackName')})"
-                              + (f": {message}" if message else ""), highlight=False, soft_wrap=True)
+        command = changes.next()
+        _report(command, reported)
         if command.get("State") in TERMINAL_COMMAND_STATES:
-            return _fetch(client, command_id)
-        time.sleep(_pause(took))
+            final = _fetch(client, command_id)
+            _report(final, reported)  # any update whose last write the polls did not see
+            return final
+        time.sleep(_pause(changes.took))
+
+
+def _report(command: dict[str, Any], reported: set[tuple[str, str]]) -> None:
+    """One line per update that ended and was not reported yet."""
+    for update in command.get("ResourceUpdates") or []:
+        key = (update.get("ResourceId", ""), update.get("Operation", ""))
+        if update.get("State") in TERMINAL_UPDATE_STATES and key not in reported:
+            reported.add(key)
+            message = update.get("ErrorMessage")
+            console.print(f"{update.get('State')}: {update.get('Operation')} {update.get('ResourceType')} "
+                          f"{update.get('ResourceLabel')} (stack {update.get('StackName')})"
+                          + (f": {message}" if message else ""), highlight=False, soft_wrap=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -23,9 +22,9 @@ from svc.datastore.records import (
     UpdateState,
 )
 from svc.datastore.sql_base import SqlBase, json_value, now
-from svc.datastore.tables import commands, resource_updates
+from svc.datastore.tables import command_stacks, commands, resource_updates
 
-c, u = commands, resource_updates
+c, u, cs = commands, resource_updates, command_stacks
 
 _COMMAND_ORDER = (c.c.start_ts, c.c.id)
 _UPDATE_ORDER = (u.c.ksuid, u.c.operation)
@@ -55,8 +54,13 @@ def _update(row: sa.Row[Any]) -> ResourceUpdateRecord:
 
 
 def _summary(row: sa.Row[Any]) -> ResourceUpdateRecord:
-    record = _update(row)
-    return record if record.data is not None else dataclasses.replace(record, data={})
+    m = row._mapping
+    return ResourceUpdateRecord(
+        command_id=m["command_id"], ksuid=m["ksuid"], operation=m["operation"], state=m["state"],
+        resource_type=m["resource_type"], resource_label=m["resource_label"], stack_label=m["stack_label"],
+        start_ts=m["start_ts"], modified_ts=m["modified_ts"], version=m["version"], group_id=m["group_id"],
+        is_cascade=bool(m["is_cascade"]), cascade_source=m["cascade_source"], data=m["data"] or {},
+    )
 
 
 def _command_values(record: CommandRecord) -> dict[str, Any]:
@@ -83,10 +87,12 @@ def _update_values(record: ResourceUpdateRecord) -> dict[str, Any]:
 class CommandStore(SqlBase):
     # -- commands ----------------------------------------------------------------------------------------
 
-    def put_command(self, command: CommandRecord, updates: Sequence[ResourceUpdateRecord] = ()) -> bool:
+    def put_command(self, command: CommandRecord, updates: Sequence[ResourceUpdateRecord] = (), *,
+                    stacks: Sequence[str] = ()) -> bool:
         """Stores a command and its resource updates in one transaction (upsert by id, and by (command,
         ksuid, operation)). A command or update already in a terminal state is left untouched; returns
-        whether the command row was written."""
+        whether the command row was written. ``stacks``: stacks the command covers beyond its updates' (a
+        reconcile's), matched by ``stack:`` queries like its updates' stacks."""
         command_row = _command_values(command)
         update_rows = [_update_values(update) for update in updates]
         with self.write() as conn:
@@ -107,6 +113,9 @@ class CommandStore(SqlBase):
                 # One executemany: each driver batches it within its own limits (psycopg pipelines multi-row
                 # INSERTs, the Data API driver splits BatchExecuteStatement calls under the request cap).
                 conn.execute(insert, update_rows)
+            if stacks:
+                covered = self.insert(cs).on_conflict_do_nothing(index_elements=[cs.c.command_id, cs.c.stack_label])
+                conn.execute(covered, [{"command_id": command.id, "stack_label": s} for s in sorted(set(stacks))])
             return written
 
     def set_command_state(self, command_id: str, state: str, *, end_ts: datetime | None = None,
@@ -132,6 +141,7 @@ class CommandStore(SqlBase):
         """Removes a command and its updates (e.g. a synchronization that changed nothing)."""
         with self.write() as conn:
             conn.execute(sa.delete(u).where(u.c.command_id == command_id))
+            conn.execute(sa.delete(cs).where(cs.c.command_id == command_id))
             return conn.execute(sa.delete(c).where(c.c.id == command_id)).rowcount == 1
 
     def list_commands(self, query: Query | None = None, *, client_id: str | None = None,
@@ -146,7 +156,8 @@ class CommandStore(SqlBase):
             return match(c.c.client_id, pattern)
 
         def stack(pattern: Pattern) -> sa.ColumnElement[bool]:
-            return sa.exists().where(u.c.command_id == c.c.id, match(u.c.stack_label, pattern))
+            return sa.or_(sa.exists().where(u.c.command_id == c.c.id, match(u.c.stack_label, pattern)),
+                          sa.exists().where(cs.c.command_id == c.c.id, match(cs.c.stack_label, pattern)))
 
         text_fields = {"id": matcher(c.c.id), "client": client, "command": matcher(c.c.command, case_insensitive=True),
                        "status": matcher(c.c.state, case_insensitive=True), "stack": stack,
@@ -175,15 +186,21 @@ class CommandStore(SqlBase):
             return paginate(conn, statement, list_name=f"updates:{command_id}", order=_UPDATE_ORDER, cursor=cursor,
                             limit=limit, convert=_update)
 
-    def get_resource_update_summaries(self, command_id: str, *, cursor: str | None = None,
+    def get_resource_update_summaries(self, command_id: str, *, modified_since: datetime | None = None,
+                                      cursor: str | None = None,
                                       limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceUpdateRecord]:
         """``get_resource_updates`` without the data documents, except those of failed and rejected updates
         (their messages): what following a command needs. Reading and decoding every update's document,
-        which holds its whole change, cost most of a status poll of a big command."""
+        which holds its whole change, cost most of a status poll of a big command. ``modified_since``: only
+        the updates whose state was written at or after it (each state write stamps ``modified_ts`` once it
+        holds the write lock, so a write committed later than a read carries a time at most the write's
+        duration before that read)."""
         failed = u.c.state.in_([str(UpdateState.FAILED), str(UpdateState.REJECTED)])
         data = sa.case((failed, u.c.data), else_=sa.null()).label("data")
         statement = sa.select(*(column for column in u.c if column.name != "data"), data).where(
             u.c.command_id == command_id)
+        if modified_since is not None:
+            statement = statement.where(u.c.modified_ts >= modified_since)
         with self.read() as conn:
             return paginate(conn, statement, list_name=f"update-summaries:{command_id}", order=_UPDATE_ORDER,
                             cursor=cursor, limit=limit, convert=_summary)
@@ -193,7 +210,7 @@ class CommandStore(SqlBase):
                                   start_ts: datetime | None = None) -> bool:
         """Moves one resource update to ``state`` (and stores ``version``/``data`` with it) unless it is
         already terminal: Success never becomes Failed, whoever writes last. Returns whether it moved."""
-        values: dict[str, Any] = {"state": str(state), "modified_ts": now()}
+        values: dict[str, Any] = {"state": str(state)}
         if version is not None:
             values["version"] = version
         if data is not None:
@@ -201,6 +218,7 @@ class CommandStore(SqlBase):
         if start_ts is not None:
             values["start_ts"] = start_ts
         with self.write() as conn:
+            values["modified_ts"] = now()  # once the write lock is held, as ``set_resource_update_states``
             done = conn.execute(
                 sa.update(u).where(u.c.command_id == command_id, u.c.ksuid == ksuid, u.c.operation == operation,
                                    u.c.state.not_in(TERMINAL_UPDATE_STATES)).values(**values))
@@ -212,8 +230,6 @@ class CommandStore(SqlBase):
         Each group is one compare-and-swap UPDATE, so an update that finished meanwhile is reported as
         skipped, never overwritten; running it again cancels nothing more.
         """
-        at = now()
-
         def cancel(conn: sa.Connection, states: Sequence[str]) -> tuple[tuple[str, str], ...]:
             rows = conn.execute(
                 sa.update(u).where(u.c.command_id == command_id, u.c.state.in_(list(states)))
@@ -221,6 +237,7 @@ class CommandStore(SqlBase):
             return tuple(sorted((row.ksuid, row.operation) for row in rows))
 
         with self.write() as conn:
+            at = now()  # once the write lock is held, as ``set_resource_update_states``
             not_started = cancel(conn, [str(s) for s in _CANCELABLE])
             in_progress = cancel(conn, [str(UpdateState.IN_PROGRESS)]) if force else ()
             changed = set(not_started) | set(in_progress)

@@ -59,8 +59,8 @@ class ChunkWriter:
         self.demotes: dict[str, str] = {}  # ksuid → version of a stored head to demote
         self.read_only_updates: list[tuple[str, str, Any]] = []
 
-    def load(self, writes: Sequence[ResourceWrite]) -> None:
-        ksuids = sorted({write.ksuid for write in writes if write.ksuid})
+    def load(self, writes: Sequence[ResourceWrite], deletes: Sequence[str] = ()) -> None:
+        ksuids = sorted({write.ksuid for write in writes if write.ksuid} | set(deletes))
         keys = {(write.type, write.native_id) for write in writes if write.native_id is not None}
         rows: dict[tuple[str, str], Row] = {}
         if ksuids:
@@ -112,6 +112,14 @@ class ChunkWriter:
             operation = "create"
         version = self._append(ksuid, head, values, operation, HEAD_LIVE)
         return StoreOutcome(ksuid, version, True, operation)
+
+    def delete(self, ksuid: str) -> StoreOutcome:
+        """``delete_resource``'s rule against the chunk's view: a live resource gets a tombstone."""
+        head = self.heads.get(ksuid)
+        if head is None or head["head"] != HEAD_LIVE:
+            return StoreOutcome(ksuid, head["version"] if head is not None else None, False, None)
+        version = self._append(ksuid, head, tombstone_values(head), "delete", HEAD_TOMBSTONE)
+        return StoreOutcome(ksuid, version, True, "delete")
 
     def _append(self, ksuid: str, head: Row | None, values: Row, operation: str, head_value: int) -> str:
         version = new_id()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from svc.datastore.sql_catalog import CatalogStore
+from svc.datastore.sql_change_batches import ChangeBatchStore
 from svc.datastore.sql_changes import ChangesStore
 from svc.datastore.sql_commands import CommandStore
 from svc.datastore.sql_resources import ResourceStore
@@ -11,7 +12,7 @@ from svc.datastore.sql_stats import StatsStore
 from svc.datastore.sql_update_batches import UpdateBatchStore
 
 
-class SqlDatastore(ResourceStore, CatalogStore, CommandStore, RunStore, StatsStore, ChangesStore,
+class SqlDatastore(ChangeBatchStore, ResourceStore, CatalogStore, CommandStore, RunStore, StatsStore, ChangesStore,
                    UpdateBatchStore):
     """Implements ``Datastore`` over a SQLAlchemy engine (SQLite, PostgreSQL, or any driver that speaks
     PostgreSQL's dialect, such as a Data API DB-API adapter)."""

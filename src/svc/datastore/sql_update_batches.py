@@ -42,9 +42,14 @@ class UpdateBatchStore(SqlBase):
     def set_resource_update_states(self, writes: Sequence[UpdateStateWrite]) -> list[bool]:
         """``set_resource_update_state`` for each write, in order, in one transaction (terminal states stay
         final); returns whether each moved."""
-        at = now()
-        moved: list[bool] = []
         with self.write() as conn:
+            return self._set_states(conn, writes)
+
+    def _set_states(self, conn: sa.Connection, writes: Sequence[UpdateStateWrite]) -> list[bool]:
+        """``set_resource_update_states`` inside the caller's write transaction."""
+        moved: list[bool] = []
+        if writes:
+            at = now()  # once the write lock is held (SQLite), for ``get_resource_update_summaries(modified_since)``
             states = self._current_states(conn, writes)
             rows: dict[Key, dict[str, Any]] = {}  # the row each update ends as: its moved writes, in order
             for write in writes:

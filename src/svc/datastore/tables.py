@@ -197,6 +197,15 @@ resource_updates = sa.Table(
     sa.Index("ix_resource_updates_stack", "stack_label", "command_id"),
 )
 
+# The stacks a command covers beyond those of its resource updates: a reconcile apply is the new baseline of every
+# stack its forma names, also where it changes nothing (``stack:`` queries match either table).
+command_stacks = sa.Table(
+    "command_stacks", metadata,
+    sa.Column("command_id", Key, sa.ForeignKey("commands.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("stack_label", Label, primary_key=True),
+    sa.Index("ix_command_stacks_stack", "stack_label", "command_id"),
+)
+
 background_runs = sa.Table(
     "background_runs", metadata,
     sa.Column("kind", sa.String(32), primary_key=True),

@@ -10,12 +10,14 @@ from svc.config.model import AgentConfig, RetryConfig
 from svc.datastore.interface import Datastore
 from svc.engine.background import PeriodicJob
 from svc.engine.discovery import discovery_job
+from svc.engine.discovery_settings import load_settings
 from svc.engine.engine import Engine, EngineSettings, PluginLimits
 from svc.engine.expiry import StackExpirer
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.reconciler import AutoReconciler
 from svc.engine.sealing import Sealer
+from svc.engine.sync import synchronize
 from svc.paths import data_dir
 from svc.plugins.host import HostedPlugin
 from svc.plugins.installed import installed_plugins
@@ -73,9 +75,11 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
     catalog = Catalog(frozenset(runners), types)
     engine = Engine(datastore, runners, catalog, Sealer.from_file(key_file or data_dir() / "engine.key"), settings)
     sync = config.synchronization
-    engine.jobs["synchronization"] = PeriodicJob("synchronization", engine.synchronize, enabled=sync.enabled,
-                                                 interval=sync.interval.total_seconds(), first_delay=2.0)
-    engine.jobs["discovery"] = discovery_job(engine, config)
+    discovery = load_settings(config)  # synchronization evicts unmanaged resources by the discovery filters
+    engine.jobs["synchronization"] = PeriodicJob("synchronization", lambda: synchronize(engine, discovery),
+                                                 enabled=sync.enabled, interval=sync.interval.total_seconds(),
+                                                 first_delay=2.0)
+    engine.jobs["discovery"] = discovery_job(engine, config, discovery)
     expirer = config.stack_expirer
     engine.jobs["stack-expirer"] = StackExpirer(engine, enabled=expirer.enabled,
                                                 interval=expirer.interval.total_seconds())

@@ -84,10 +84,11 @@ class DiscoveryReport:
                 "Errors": self.errors}
 
 
-def discovery_job(engine: Engine, config: AgentConfig) -> PeriodicJob:
-    """The periodic job (``agent.discovery``); reads each plugin's manifest now, so a bad filter stops
-    the agent at start."""
-    settings = load_settings(config)
+def discovery_job(engine: Engine, config: AgentConfig,
+                  settings: Mapping[str, PluginDiscovery] | None = None) -> PeriodicJob:
+    """The periodic job (``agent.discovery``); reads each plugin's manifest now (unless ``settings``, from
+    ``load_settings``, are given), so a bad filter stops the agent at start."""
+    settings = load_settings(config) if settings is None else settings
     discovery = config.discovery
     return PeriodicJob("discovery", lambda: discover(engine, settings), enabled=discovery.enabled,
                        interval=discovery.interval.total_seconds(), first_delay=FIRST_DELAY)

@@ -52,7 +52,8 @@ def _quote(value: str) -> str:
 
 
 def last_reconcile(store: Datastore, stack: str) -> CommandRecord | None:
-    """The newest reconcile apply that changed something in ``stack``."""
+    """The newest reconcile apply of ``stack``: one that changed something there, or whose forma named it (a
+    reconcile covers every stack of its forma; one that changes nothing is stored only when it took drift in)."""
     query = parse_query(f"stack:{_quote(stack)}", COMMAND_FIELDS)
     cursor: str | None = None
     while True:

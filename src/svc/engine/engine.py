@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Literal
 
 from svc.api import wire
@@ -181,8 +182,9 @@ class Engine:
 
     async def apply(self, request: ApplyRequest, caller: Caller) -> wire.SubmitCommandResponse:
         forma = request.forma
-        drift_stacks = {r.stack for r in forma.resources} if request.mode == "reconcile" and not request.force \
-            else set()
+        # Drift is looked up for --force too: it is not refused then, but a reconcile that takes it in moves the
+        # stacks' baseline even when it changes nothing (``_store_baseline``).
+        drift_stacks = {r.stack for r in forma.resources} if request.mode == "reconcile" else set()
         plan_request = PlanRequest("apply", request.mode, forma, force=request.force, simulate=request.simulate)
         return await self._submit(plan_request, drift_stacks, caller, request.simulate,
                                   (forma.description.text or "", forma.description.confirm))
@@ -210,6 +212,9 @@ class Engine:
         async with self._admission:
             changeset = await self._plan(request, drift_stacks)
             if not changeset.has_changes:
+                if changeset.absorbed and not simulate:
+                    await asyncio.to_thread(self._store_baseline, command_id, changeset, request.force, caller,
+                                            description)
                 return wire.SubmitCommandResponse(CommandId=command_id,
                                                   Simulation=wire.SimulationView(ChangesRequired=False))
             graph = build_graph(changeset.resources)
@@ -227,7 +232,43 @@ class Engine:
             nodes = {change.key: Node(change, UpdateData.from_json(dict(record.data)))
                      for change, record in zip(changeset.resources, records, strict=True)}
             self._launch(command_id, graph, nodes, command)
+            if any(target.starts_discovery for target in changeset.targets):
+                self._discover_after(command_id)
         return wire.SubmitCommandResponse(CommandId=command_id, Simulation=simulation)
+
+    def _store_baseline(self, command_id: str, changeset: Changeset, force: bool, caller: Caller,
+                        description: tuple[str, bool]) -> None:
+        """A reconcile whose forma already says what drifted (e.g. after ``svc extract``) changes nothing, yet
+        it is its stacks' new baseline: without a record the drift would still be listed, refuse the next
+        reconcile that changes those resources, and be reverted by auto-reconcile. It is stored as a finished
+        command without updates, covering its stacks."""
+        command = command_record(command_id, changeset, client_id=caller.client_id, subject=caller.subject,
+                                 force=force, description=description, agent_id=self.settings.agent_id,
+                                 agent_version=self.settings.agent_version, source=caller.source)
+        self.store.put_command(replace(command, state=CommandState.SUCCESS, end_ts=command.start_ts),
+                               stacks=changeset.reconciled)
+
+    def _discover_after(self, command_id: str) -> None:
+        """A target made discoverable (created so, or updated to be) is listed when the command storing it
+        ends, not at the next interval (engine.md §6 triggers); after, so its own creates are not discovered."""
+        job, command = self.jobs.get("discovery"), self._tasks.get(command_id)
+        if job is None or not job.enabled or command is None:
+            return
+
+        async def discover() -> None:
+            try:
+                await job.run_now()
+            except Exception:  # noqa: BLE001 - the periodic run tries again
+                log.exception("discovery after command %s failed", command_id)
+
+        def start(done: asyncio.Task[str]) -> None:
+            if done.cancelled():  # the agent is stopping
+                return
+            task = asyncio.create_task(discover(), name=f"discovery after {command_id}")
+            self._detached.add(task)
+            task.add_done_callback(self._detached.discard)
+
+        command.add_done_callback(start)
 
     def _store_command(self, command: CommandRecord, records: list[ResourceUpdateRecord],
                        changeset: Changeset) -> None:
@@ -242,7 +283,7 @@ class Engine:
                 self.store.put_target(TargetWrite(target.label, target.namespace, target.config,
                                                   target.config_schema, target.discoverable))
         persist_policies(self.store, changeset.policies, command.id)  # after the stacks they belong to
-        self.store.put_command(command, records)
+        self.store.put_command(command, records, stacks=changeset.reconciled)
 
     async def _refuse_conflicts(self, changeset: Changeset) -> None:
         stacks = changeset.stack_labels
@@ -298,15 +339,17 @@ class Engine:
 
         await asyncio.to_thread(work)
 
-    async def command(self, command_id: str, *, summary: bool = False) -> wire.CommandView | None:
-        """The command's view; ``summary``: its updates reduced to what following it needs (``summary_view``)."""
+    async def command(self, command_id: str, *, summary: bool = False,
+                      updated_since: datetime | None = None) -> wire.CommandView | None:
+        """The command's view; ``summary``: its updates reduced to what following it needs (``summary_view``),
+        with ``updated_since`` only those whose state was written since then."""
         def work() -> wire.CommandView | None:
             command = self.store.get_command(command_id)
             if command is None:
                 return None
             if summary:
                 return summary_view(command, _all(lambda c: self.store.get_resource_update_summaries(
-                    command_id, cursor=c, limit=PAGE)))
+                    command_id, modified_since=updated_since, cursor=c, limit=PAGE)))
             return command_view(command, _all(lambda c: self.store.get_resource_updates(command_id, cursor=c,
                                                                                          limit=PAGE)))
 

@@ -23,9 +23,27 @@ def _parse(text: str) -> Schema:
     return Schema.model_validate(json.loads(text))
 
 
+# The canonical text of schema documents seen lately, by identity: one change's document is looked up several
+# times (stored, viewed, executed, its result written), and serialising it each time was most of the lookup.
+# Each entry keeps its document alive, so that its id cannot be reused while the entry exists.
+_TEXTS: dict[int, tuple[dict[str, Any], str]] = {}
+_TEXTS_KEPT = 4096
+
+
+def _text(document: dict[str, Any]) -> str:
+    known = _TEXTS.get(id(document))
+    if known is not None and known[0] is document:
+        return known[1]
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    if len(_TEXTS) >= _TEXTS_KEPT:
+        _TEXTS.clear()
+    _TEXTS[id(document)] = (document, text)
+    return text
+
+
 def schema_of(document: dict[str, Any]) -> Schema:
     """The ``Schema`` of a schema document (shared: do not modify it)."""
-    return _parse(json.dumps(document, sort_keys=True, separators=(",", ":")))
+    return _parse(_text(document))
 
 
 @functools.lru_cache(maxsize=_CACHED)
@@ -37,4 +55,4 @@ def opaque_fields_of(document: dict[str, Any] | None) -> frozenset[str]:
     """The top-level opaque fields of a schema document (none without a schema)."""
     if not document:
         return frozenset()
-    return _opaque(json.dumps(document, sort_keys=True, separators=(",", ":")))
+    return _opaque(_text(document))

@@ -8,6 +8,7 @@ datastore is ``svc.datastore.DatastoreUnavailable`` (HTTP 503).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal, Protocol
 
 from svc.api import wire
@@ -48,8 +49,10 @@ class CommandService(Protocol):
 
     async def destroy(self, request: DestroyRequest, caller: Caller) -> wire.SubmitCommandResponse: ...
 
-    async def command(self, command_id: str, *, summary: bool = False) -> wire.CommandView | None:
-        """``summary``: each resource update reduced to its identity, operation, state and error."""
+    async def command(self, command_id: str, *, summary: bool = False,
+                      updated_since: datetime | None = None) -> wire.CommandView | None:
+        """``summary``: each resource update reduced to its identity, operation, state and error; with
+        ``updated_since``, only the updates whose state was written since then."""
 
     async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
                        max_results: int) -> list[wire.CommandView]:

@@ -8,9 +8,13 @@
 * A resource the provider no longer has is tombstoned.
 * Every write is conditional on the version the read was based on (``ResourceWrite.if_version``): a
   resource rewritten meanwhile (updated or replaced by a command) keeps the newer state; the next pass
-  looks at it again. Stacks with a user command in flight are skipped, both when the pass starts and
-  when each batch is written (that command owns them).
-* Discovered (unmanaged) resources are synchronized too.
+  looks at it again. Stacks with an apply or destroy in flight (a user's, the stack expirer's, the
+  auto-reconciler's) are skipped, both when the pass starts and when each batch is written (that command
+  owns them).
+* Discovered (unmanaged) resources are synchronized too, and the discovery filters apply to them: one that
+  a filter now matches (tagged meanwhile, or a filter added) is evicted, forgotten as discovery would never
+  have stored it. A filter without conditions never evicts (engine.md §6): it keeps whole types out of
+  discovery, not rows a user may already have looked at.
 
 Reads run on a fixed pool of workers and draw from the plugin's rate limit and in-flight slots like any
 command; unchanged resources cost no write at all; changes are written in batches. A pass that stored no
@@ -23,13 +27,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.records import CommandRecord, CommandState, ResourceVersion, ResourceWrite, TargetRecord
 from svc.engine import values
+from svc.engine.discovery_filters import MatchFilter, excluded
+from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import PAGE, Engine, _all
 from svc.engine.ledger import utcnow
 from svc.engine.operations import read
@@ -48,10 +54,11 @@ _NO_SCHEMA = Schema(identifier="")
 
 
 def busy_stacks(store: Datastore) -> set[str]:
-    """Stacks of the user commands still in progress."""
+    """Stacks of the apply and destroy commands still in progress, whoever started them (a user, the stack
+    expirer, the auto-reconciler): such a command owns its stacks. Background reads (sync, discovery) do not."""
     busy: set[str] = set()
     for command in _all(lambda c: store.list_incomplete_commands(cursor=c, limit=PAGE)):
-        if command.source == "user":
+        if command.command in ("apply", "destroy"):
             busy |= {u.stack_label for u in _all(lambda c, i=command.id: store.get_resource_updates(
                 i, cursor=c, limit=PAGE))}
     return busy
@@ -73,6 +80,7 @@ class Tally:
     read: int = 0
     versions: int = 0
     deleted: int = 0
+    evicted: int = 0  # unmanaged resources a discovery filter now matches
     skipped: int = 0  # not read: busy stack, no plugin serves it, or the read failed
     failures: dict[tuple[str, str], int] = field(default_factory=dict)  # (type, error) → count
 
@@ -81,15 +89,21 @@ class SyncPass:
     """One pass over a snapshot of the resources: ``one`` reads a resource and queues what to store,
     ``flush`` stores what is queued (also every ``BATCH``), ``finish`` closes the pass's command."""
 
-    def __init__(self, engine: Engine, targets: dict[str, TargetRecord], busy: set[str]) -> None:
+    def __init__(self, engine: Engine, targets: dict[str, TargetRecord], busy: set[str],
+                 discovery: Mapping[str, PluginDiscovery] | None = None) -> None:
         self.engine = engine
         self.store = engine.store
         self.targets = targets
         self.busy = busy
+        # Namespace (upper case) → the filters that evict: those with conditions.
+        self.evicting: dict[str, tuple[MatchFilter, ...]] = {
+            namespace.upper(): tuple(f for f in settings.filters if f.conditions)
+            for namespace, settings in (discovery or {}).items()}
         self.command_id: str | None = None
         self.tally = Tally()
         self._writes: list[tuple[ResourceWrite, ResourceVersion]] = []
         self._deletes: list[ResourceVersion] = []
+        self._evictions: list[ResourceVersion] = []
         self._flushing = asyncio.Lock()
 
     def _runner(self, namespace: str) -> PluginRunner | None:
@@ -125,6 +139,9 @@ class SyncPass:
         self.tally.read += 1
         if gone:
             self._deletes.append(resource)
+        elif not resource.managed and excluded(self.evicting.get(target.namespace.upper(), ()), resource.type,
+                                               result.properties):
+            self._evictions.append(resource)
         else:
             properties, read_only = observed_state(resource, schema, result.properties)
             if properties == resource.properties and read_only == resource.read_only_properties:
@@ -134,7 +151,7 @@ class SyncPass:
                 properties=properties, managed=resource.managed, native_id=resource.native_id, ksuid=resource.ksuid,
                 read_only_properties=read_only, document=dict(resource.document), if_version=resource.version),
                 resource))
-        if len(self._writes) + len(self._deletes) >= BATCH and not self._flushing.locked():
+        if len(self._writes) + len(self._deletes) + len(self._evictions) >= BATCH and not self._flushing.locked():
             await self.flush()
 
     def _failed(self, resource: ResourceVersion, error: str) -> None:
@@ -147,16 +164,17 @@ class SyncPass:
 
     async def flush(self) -> None:
         async with self._flushing:
-            writes, deletes = self._writes, self._deletes
-            self._writes, self._deletes = [], []
-            if writes or deletes:
-                await asyncio.to_thread(self._write, writes, deletes)
+            writes, deletes, evictions = self._writes, self._deletes, self._evictions
+            self._writes, self._deletes, self._evictions = [], [], []
+            if writes or deletes or evictions:
+                await asyncio.to_thread(self._write, writes, deletes, evictions)
 
-    def _write(self, writes: list[tuple[ResourceWrite, ResourceVersion]], deletes: list[ResourceVersion]) -> None:
+    def _write(self, writes: list[tuple[ResourceWrite, ResourceVersion]], deletes: list[ResourceVersion],
+               evictions: list[ResourceVersion]) -> None:
         busy = busy_stacks(self.store)  # a command may have started on these stacks since the reads
         writes = [(w, r) for w, r in writes if r.stack not in busy]
         deletes = [r for r in deletes if r.stack not in busy]
-        if not writes and not deletes:
+        if not writes and not deletes and not evictions:
             return
         command_id = self._command()
         for write, outcome in zip((w for w, _ in writes), self._store(writes, command_id), strict=True):
@@ -166,6 +184,10 @@ class SyncPass:
             if self.store.delete_resource(resource.ksuid, command_id=command_id,
                                           if_version=resource.version).changed:
                 self.tally.deleted += 1
+        for resource in evictions:  # conditional too: one adopted by a forma meanwhile is not unmanaged any more
+            if self.store.delete_resource(resource.ksuid, command_id=command_id,
+                                          if_version=resource.version).changed:
+                self.tally.evicted += 1
 
     def _store(self, writes: list[tuple[ResourceWrite, ResourceVersion]], command_id: str) -> list[Any]:
         batch = [write for write, _ in writes]
@@ -193,15 +215,16 @@ class SyncPass:
     def finish(self) -> str | None:
         if self.command_id is None:
             return None
-        if not (self.tally.versions or self.tally.deleted):  # only in-place read-only refreshes
+        if not (self.tally.versions or self.tally.deleted or self.tally.evicted):  # only in-place read-only refreshes
             self.store.delete_command(self.command_id)
             return None
         self.store.set_command_state(self.command_id, CommandState.SUCCESS, end_ts=utcnow())
         return self.command_id
 
 
-async def synchronize(engine: Engine) -> str | None:
-    """Returns the sync command's id, or None when no version was written."""
+async def synchronize(engine: Engine, discovery: Mapping[str, PluginDiscovery] | None = None) -> str | None:
+    """Returns the sync command's id, or None when nothing was written. ``discovery``: each plugin's discovery
+    settings by namespace, whose filters evict unmanaged resources (none: nothing is evicted)."""
     started = time.monotonic()
     store = engine.store
 
@@ -211,7 +234,7 @@ async def synchronize(engine: Engine) -> str | None:
         return resources, targets, busy_stacks(store)
 
     resources, targets, busy = await asyncio.to_thread(load)
-    run = SyncPass(engine, targets, busy)
+    run = SyncPass(engine, targets, busy, discovery)
     pending: Iterator[ResourceVersion] = iter(resources)
 
     async def worker() -> None:
@@ -222,6 +245,6 @@ async def synchronize(engine: Engine) -> str | None:
     await run.flush()
     command_id = await asyncio.to_thread(run.finish)
     tally = run.tally
-    log.info("synchronization: %d resources read in %.1f s; %d new versions, %d deleted, %d skipped",
-             tally.read, time.monotonic() - started, tally.versions, tally.deleted, tally.skipped)
+    log.info("synchronization: %d resources read in %.1f s; %d new versions, %d deleted, %d evicted, %d skipped",
+             tally.read, time.monotonic() - started, tally.versions, tally.deleted, tally.evicted, tally.skipped)
     return command_id

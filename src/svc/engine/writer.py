@@ -2,9 +2,10 @@
 
 Hundreds of changes finishing at once would otherwise each take the database's write lock for one row
 (SQLite serialises writers, with sleeping busy waits). Here every write is queued and one task commits
-whatever is queued as one batch: resource versions first, then update states, so a completion is never
-durable before the resource state it reports. Each caller still awaits its own write (and its result);
-a batch that fails is retried one write at a time so that one bad write fails only its caller.
+whatever is queued as one batch, in one transaction (``Datastore.commit_changes``): resource versions
+first, then update states, so a completion is never durable before the resource state it reports. Each
+caller still awaits its own write (and its result); a batch that fails is retried one write at a time so
+that one bad write fails only its caller.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.records import ResourceWrite, StoreOutcome
-from svc.datastore.update_writes import UpdateStateWrite
+from svc.datastore.update_writes import ChangeBatch, UpdateStateWrite
 
 log = logging.getLogger("svc.engine")
 MAX_BATCH = 500
@@ -98,40 +99,43 @@ class BatchWriter:
                     item.future.set_result(result)
 
     def _commit(self, batch: list[_Pending]) -> list[Any]:
-        results: dict[int, Any] = {}
-        stored: dict[int, StoreOutcome] = {}  # finish index → its resource's outcome
-        resources: dict[str | None, list[tuple[int, ResourceWrite]]] = {}
-        deletes: list[tuple[int, str, str | None]] = []
-        states: list[tuple[int, UpdateStateWrite]] = []
+        """The batch as one datastore transaction (``commit_changes``); each item's answer, in order."""
+        resources: list[tuple[str | None, ResourceWrite]] = []
+        resource_of: list[tuple[int, bool]] = []  # per resource write: (batch index, part of a finish)
+        deletes: list[tuple[str | None, str]] = []
+        delete_of: list[int] = []  # per tombstone: its batch index (-1: part of a finish)
+        states: list[UpdateStateWrite] = []
+        state_of: list[int] = []
         for index, item in enumerate(batch):
             if item.kind == "resource":
-                resources.setdefault(item.command_id, []).append((index, item.payload))
+                resources.append((item.command_id, item.payload))
+                resource_of.append((index, False))
             elif item.kind == "delete":
-                deletes.append((index, item.payload, item.command_id))
+                deletes.append((item.command_id, item.payload))
+                delete_of.append(index)
             elif item.kind == "state":
-                states.append((index, item.payload))
+                states.append(item.payload)
+                state_of.append(index)
             else:
                 resource, deleted, state = item.payload
                 if resource is not None:
-                    resources.setdefault(item.command_id, []).append((-1 - index, resource))
+                    resources.append((item.command_id, resource))
+                    resource_of.append((index, True))
                 if deleted is not None:
-                    deletes.append((-1, deleted, item.command_id))
-                states.append((index, state))
-        for command_id, writes in resources.items():
-            outcomes = self.store.store_resources([write for _, write in writes], command_id=command_id)
-            for (i, _), outcome in zip(writes, outcomes, strict=True):
-                if i >= 0:
-                    results[i] = outcome
-                else:
-                    stored[-1 - i] = outcome
-        for index, ksuid, command_id in deletes:
-            outcome = self.store.delete_resource(ksuid, command_id=command_id)
+                    deletes.append((item.command_id, deleted))
+                    delete_of.append(-1)
+                states.append(state)
+                state_of.append(index)
+        outcome = self.store.commit_changes(ChangeBatch(resources, deletes, states))
+        results: dict[int, Any] = {}
+        stored: dict[int, StoreOutcome] = {}  # finish index → its resource's outcome
+        for (index, finishing), result in zip(resource_of, outcome.stored, strict=True):
+            (stored if finishing else results)[index] = result
+        for index, result in zip(delete_of, outcome.deleted, strict=True):
             if index >= 0:
-                results[index] = outcome
-        if states:
-            moved = self.store.set_resource_update_states([write for _, write in states])
-            for (i, _), m in zip(states, moved, strict=True):
-                results[i] = Finished(m, stored.get(i)) if batch[i].kind == "finish" else m
+                results[index] = result
+        for index, moved in zip(state_of, outcome.moved, strict=True):
+            results[index] = Finished(moved, stored.get(index)) if batch[index].kind == "finish" else moved
         return [results[i] for i in range(len(batch))]
 
     def _one(self, item: _Pending) -> Any:

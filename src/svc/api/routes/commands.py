@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -16,6 +17,10 @@ from svc.engine.service import ApplyRequest
 router = APIRouter()
 
 DEFAULT_MAX_RESULTS = 10
+# A state write is stamped inside its transaction, which can commit shortly after a status read: the next
+# read of a client following the command starts this much before the previous one.
+_UPDATES_MARGIN = timedelta(seconds=2)
+UPDATES_AS_OF_HEADER = "X-Svc-Updates-As-Of"
 MAX_RESULTS_CEILING = 200
 # The body is read by hand (to answer malformed uploads with our own messages); this documents it.
 _SUBMIT_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
@@ -56,13 +61,27 @@ async def submit_command(request: Request) -> JSONResponse:
 
 @router.get("/commands/{command_id}/status",
             summary="One command, by id. summary=true: each resource update reduced to its identity, operation, "
-                    "state and error message (what following a command needs; cheap for big commands).")
-async def command_status(request: Request, command_id: str, summary: str = "") -> dict[str, Any]:
+                    "state and error message (what following a command needs; cheap for big commands). "
+                    "updated_since=<time> (implies summary): only the updates whose state was written since then; "
+                    f"pass the previous answer's {UPDATES_AS_OF_HEADER} header to follow a command.")
+async def command_status(request: Request, command_id: str, summary: str = "", updated_since: str = "") -> Response:
     deps.caller(request)
-    command = await deps.service(request).command(command_id, summary=summary.lower() == "true")
+    since = _time(updated_since) if updated_since else None
+    as_of = datetime.now(UTC) - _UPDATES_MARGIN
+    command = await deps.service(request).command(command_id, summary=summary.lower() == "true" or since is not None,
+                                                  updated_since=since)
     if command is None:
         raise not_found(f"command not found: {command_id}")
-    return wire.ListCommandStatusResponse(Commands=[command]).to_json()
+    return JSONResponse(wire.ListCommandStatusResponse(Commands=[command]).to_json(),
+                        headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
+
+
+def _time(text: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise bad_request(f"updated_since must be an ISO 8601 time, not {text!r}") from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 @router.get("/commands/status",

@@ -75,6 +75,16 @@ class TargetChange:
     config_schema: Json = field(default_factory=dict)
     discoverable: bool = False
     existing_config: Json | None = None
+    existing_discoverable: bool | None = None
+
+    @property
+    def starts_discovery(self) -> bool:
+        """Whether storing this change gives discovery something new to list (engine.md §6 triggers): a
+        discoverable target created, or one made discoverable or pointed elsewhere."""
+        if not self.discoverable or self.operation == "delete":
+            return False
+        return (self.operation in ("create", "replace") or not self.existing_discoverable
+                or self.existing_config != self.config)
 
     def to_json(self) -> Json:
         return asdict(self)
@@ -120,6 +130,12 @@ class Changeset:
     stacks: list[StackChange] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     policies: list[PolicyChange] = field(default_factory=list)
+    # A reconcile apply's stacks: the forma is their whole truth, so the command is their new drift baseline, also
+    # where it changes nothing. ``absorbed``: those of them that drifted since their last reconcile (a plan that
+    # passed the drift gate says what the drift says, or ``--force`` overrides it): a reconcile that plans no change
+    # must still record the new baseline for them.
+    reconciled: list[str] = field(default_factory=list)
+    absorbed: list[str] = field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:

@@ -200,15 +200,16 @@ class _Apply:
                             if producer in self.inventory.by_ksuid else producer)
         self._refuse_dangling(deleted)
         resources = [c for ksuid in entries for c in self.changes.get(ksuid, [])] + implicit
+        named = {d.ksuid: d.resource for d in desired}  # a search of ``desired`` per change was quadratic
         for change in resources:
             if change.operation == "create" and not change.is_cascade:
-                resource = next(d.resource for d in desired if d.ksuid == change.ksuid)
+                resource = named[change.ksuid]
                 check_no_hashed_secret(resource, change.desired or {})
                 check_required_on_create(resource, values.plain(change.desired or {}, unresolved=UNKNOWN),
                                          Schema.model_validate(change.schema))
         for change in resources:
-            if not change.type:
-                change.type = next((d.resource.type for d in desired if d.ksuid == change.ksuid), change.type)
+            if not change.type and change.ksuid in named:
+                change.type = named[change.ksuid].type
         changeset = Changeset("apply", self.request.mode, resources, target_changes, self._stacks(resources))
         self._gates(changeset, desired)
         changeset.warnings = [f"target {t.label!r} is replaced: every resource on it is deleted and created again"
@@ -306,8 +307,11 @@ class _Apply:
             if unknown:
                 raise PatchRejected(f"patch mode cannot create stack(s) {', '.join(unknown)}; apply with "
                                     "--mode reconcile first", {"UnknownStacks": unknown})
-        if self.request.mode == "reconcile" and not self.request.force:
-            self._drift_gate(changeset, desired)
+        if self.request.mode == "reconcile":
+            if not self.request.force:
+                self._drift_gate(changeset, desired)
+            changeset.reconciled = sorted(forma_stacks)
+            changeset.absorbed = sorted(s for s in forma_stacks if self.inventory.modifications.get(s))
 
     def _drift_gate(self, changeset: Changeset, desired: list[Desired]) -> None:
         named = {(d.resource.stack, d.resource.type, d.resource.label) for d in desired}

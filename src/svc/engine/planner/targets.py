@@ -43,8 +43,8 @@ def plan_targets(forma: Forma, inventory: Inventory) -> list[TargetChange]:
                     f"these resources cannot move: {', '.join(blocking)}",
                     {"TargetLabel": target.label, "Resources": blocking})
             changes.append(TargetChange(target.label, "replace", target.namespace, config, schema,
-                                        target.discoverable, dict(stored.config)))
+                                        target.discoverable, dict(stored.config), stored.discoverable))
         elif changed or stored.discoverable != target.discoverable or dict(stored.config_schema) != schema:
             changes.append(TargetChange(target.label, "update", target.namespace, config, schema,
-                                        target.discoverable, dict(stored.config)))
+                                        target.discoverable, dict(stored.config), stored.discoverable))
     return changes

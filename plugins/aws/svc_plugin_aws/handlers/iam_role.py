@@ -1,0 +1,108 @@
+"""``AWS::IAM::Role``: a role, its trust policy, inline and managed policies, permissions boundary and tags.
+The native id is the role name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from botocore.exceptions import ClientError
+
+from svc.plugins.sdk import Json
+from svc_plugin_aws import tags
+from svc_plugin_aws.errors import is_not_found
+from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.iam import Principal, document_text, retag, tag_list
+from svc_plugin_aws.names import generated
+from svc_plugin_aws.rollback import undone_on_failure
+from svc_plugin_aws.session import Aws
+
+DEFAULT_SESSION_SECONDS = 3600
+# Roles AWS makes and owns (service-linked, IAM Identity Center): nobody manages them through svc.
+AWS_OWNED_PATHS = ("/aws-service-role/", "/aws-reserved/")
+
+
+@register
+class Role(Handler):
+    type_name = "AWS::IAM::Role"
+
+    def create(self, aws: Aws, label: str, properties: Json) -> str:
+        iam = aws.client("iam")
+        name = properties.get("RoleName") or generated(label, max_length=64, allowed=r"\w+=,.@-")
+        iam.create_role(**compact({
+            "RoleName": name,
+            "AssumeRolePolicyDocument": document_text(properties["AssumeRolePolicyDocument"]),
+            "Description": properties.get("Description"),
+            "MaxSessionDuration": properties.get("MaxSessionDuration"),
+            "Path": properties.get("Path"),
+            "PermissionsBoundary": properties.get("PermissionsBoundary"),
+            "Tags": tag_list(properties) or None,
+        }))
+        with undone_on_failure(f"role {name}", lambda: self.delete(aws, name)):
+            role = Principal(iam, "role", name)
+            role.set_inline_policies(properties.get("Policies"))
+            role.set_managed_policies(properties.get("ManagedPolicyArns"))
+        return name
+
+    def read(self, aws: Aws, native_id: str) -> Json | None:
+        iam = aws.client("iam")
+        try:
+            role = iam.get_role(RoleName=native_id)["Role"]
+            principal = Principal(iam, "role", native_id)
+            managed = principal.managed_policy_arns()
+            inline = principal.inline_policies()
+        except ClientError as error:
+            if is_not_found(error):
+                return None
+            raise
+        return compact({
+            "RoleName": role["RoleName"],
+            "Arn": role["Arn"],
+            "RoleId": role["RoleId"],
+            "Path": role["Path"],
+            "AssumeRolePolicyDocument": document_text(role["AssumeRolePolicyDocument"]),
+            "Description": role.get("Description") or None,
+            "MaxSessionDuration": role.get("MaxSessionDuration", DEFAULT_SESSION_SECONDS),
+            "PermissionsBoundary": (role.get("PermissionsBoundary") or {}).get("PermissionsBoundaryArn"),
+            "ManagedPolicyArns": managed or None,
+            "Policies": inline or None,
+            "Tags": tags.normalized(role.get("Tags")),
+        })
+
+    def update(self, aws: Aws, change: Change) -> None:
+        iam = aws.client("iam")
+        name, desired = change.native_id, change.desired
+        if change.wants("AssumeRolePolicyDocument"):
+            iam.update_assume_role_policy(RoleName=name,
+                                          PolicyDocument=document_text(desired["AssumeRolePolicyDocument"]))
+        settings: Json = {}
+        if change.wants("Description"):
+            settings["Description"] = desired.get("Description") or ""
+        if change.wants("MaxSessionDuration"):
+            settings["MaxSessionDuration"] = desired.get("MaxSessionDuration") or DEFAULT_SESSION_SECONDS
+        if settings:
+            iam.update_role(RoleName=name, **settings)
+        if change.wants("PermissionsBoundary"):
+            if desired.get("PermissionsBoundary"):
+                iam.put_role_permissions_boundary(RoleName=name, PermissionsBoundary=desired["PermissionsBoundary"])
+            else:
+                iam.delete_role_permissions_boundary(RoleName=name)
+        role = Principal(iam, "role", name)
+        if change.wants("Policies"):
+            role.set_inline_policies(desired.get("Policies"))
+        if change.wants("ManagedPolicyArns"):
+            role.set_managed_policies(desired.get("ManagedPolicyArns"))
+        if change.wants("Tags"):
+            current = iam.get_role(RoleName=name)["Role"].get("Tags")
+            retag(current, desired.get("Tags"), lambda t: iam.tag_role(RoleName=name, Tags=t),
+                  lambda keys: iam.untag_role(RoleName=name, TagKeys=keys))
+
+    def delete(self, aws: Aws, native_id: str) -> None:
+        iam = aws.client("iam")
+        Principal(iam, "role", native_id).strip()
+        iam.delete_role(RoleName=native_id)
+
+    def list(self, aws: Aws, filters: dict[str, str]) -> Iterable[str]:
+        for page in aws.client("iam").get_paginator("list_roles").paginate():
+            for role in page.get("Roles", []):
+                if not role.get("Path", "/").startswith(AWS_OWNED_PATHS):
+                    yield role["RoleName"]

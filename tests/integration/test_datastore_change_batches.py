@@ -1,0 +1,73 @@
+"""``commit_changes``, the engine's group commit: resource versions, tombstones and update states in one
+transaction, each answered as its separate call would be; on every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from svc.datastore import ConflictError, Datastore
+from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
+from svc.datastore.update_writes import ChangeBatch, UpdateStateWrite
+from svc.ids import new_id
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _command(datastore: Datastore, *ksuids: str) -> str:
+    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
+                            mode="reconcile")
+    datastore.put_command(command, [ResourceUpdateRecord(
+        command_id=command.id, ksuid=k, operation="create", state="InProgress", resource_type="FAKE::Test::Item",
+        resource_label=k, stack_label="app", data={}) for k in ksuids])
+    return command.id
+
+
+def _write(ksuid: str, value: str, native_id: str | None = None) -> ResourceWrite:
+    return ResourceWrite(type="FAKE::Test::Item", label=ksuid, stack="app", target="cloud",
+                         properties={"Value": value}, native_id=native_id or f"n-{ksuid}", ksuid=ksuid)
+
+
+def test_a_batch_stores_versions_then_tombstones_then_states(datastore: Datastore) -> None:
+    first, second = _command(datastore, "k1", "k2"), _command(datastore, "k3")
+    datastore.store_resource(_write("k9", "old"), command_id=first)
+    outcome = datastore.commit_changes(ChangeBatch(
+        resources=[(first, _write("k1", "a")), (second, _write("k3", "c")), (first, _write("k9", "old"))],
+        deletes=[(second, "k9"), (first, "gone")],
+        states=[UpdateStateWrite(first, "k1", "create", "Success", data={"message": "done"}),
+                UpdateStateWrite(second, "k3", "create", "Failed"), UpdateStateWrite(first, "k8", "create", "Success")]))
+    assert [(o.ksuid, o.changed, o.operation) for o in outcome.stored] == [
+        ("k1", True, "create"), ("k3", True, "create"), ("k9", False, None)]
+    assert [(o.ksuid, o.changed, o.operation) for o in outcome.deleted] == [("k9", True, "delete"),
+                                                                            ("gone", False, None)]
+    assert outcome.moved == [True, True, False]  # the command has no update of k8
+    stored = {k: datastore.get_resource(k) for k in ("k1", "k3", "k9")}
+    assert stored["k9"] is None
+    assert (stored["k1"].command_id, stored["k3"].command_id) == (first, second)  # type: ignore[union-attr]
+    assert [v.command_id for v in datastore.resource_history("k9").items][-1] == second
+    updates = {u.ksuid: u for u in datastore.get_resource_updates(first).items}
+    assert (updates["k1"].state, updates["k1"].data) == ("Success", {"message": "done"})
+
+
+def test_terminal_states_stay_final_in_a_batch(datastore: Datastore) -> None:
+    command = _command(datastore, "k1")
+    assert datastore.commit_changes(ChangeBatch(states=[UpdateStateWrite(command, "k1", "create", "Canceled")])
+                                    ).moved == [True]
+    outcome = datastore.commit_changes(ChangeBatch(resources=[(command, _write("k1", "a"))],
+                                                   states=[UpdateStateWrite(command, "k1", "create", "Success")]))
+    assert outcome.moved == [False] and outcome.stored[0].changed
+    assert datastore.get_resource_updates(command).items[0].state == "Canceled"
+
+
+def test_a_conflicting_write_fails_the_whole_batch(datastore: Datastore) -> None:
+    command = _command(datastore, "k1", "k2")
+    datastore.store_resource(_write("k1", "a", native_id="same"), command_id=command)
+    datastore.store_resource(_write("k2", "b"), command_id=command)
+    with pytest.raises(ConflictError):  # k2 may not take the native id k1 has
+        datastore.commit_changes(ChangeBatch(resources=[(command, _write("k2", "b", native_id="same"))],
+                                             deletes=[(command, "k1")],
+                                             states=[UpdateStateWrite(command, "k2", "create", "Success")]))
+    assert datastore.get_resource("k1") is not None
+    assert datastore.get_resource("k2").native_id == "n-k2"  # type: ignore[union-attr]
+    assert {u.ksuid: u.state for u in datastore.get_resource_updates(command).items}["k2"] == "InProgress"
