@@ -121,3 +121,17 @@ def test_reconcile_refused_when_it_would_recreate_what_was_deleted_outside_svc()
     inv.modifications["app"] = [Modification("app", "T::Test::Item", "a", "delete", "K1")]
     changeset = plan(PlanRequest("apply", "reconcile", desired), inv, CATALOG, new_id)
     assert [(c.label, c.operation) for c in changeset.resources] == [("a", "create")]
+
+
+def test_a_deletion_the_forma_agrees_with_is_no_drift() -> None:
+    """Destroyed (by a user or outside svc) and dropped from the forma: the stack already is what the forma
+    says, so the reconcile goes on; an edited resource the forma drops is still drift."""
+    inv = inventory(stored("K2", "T::Test::Item", "b", {"Value": "2"}))
+    desired = forma(resource("b", "T::Test::Item", {"Value": "2"}))
+    for out_of_band in (False, True):
+        inv.modifications["app"] = [Modification("app", "T::Test::Item", "a", "delete", "K1", out_of_band)]
+        assert not plan(PlanRequest("apply", "reconcile", desired), inv, CATALOG, new_id).has_changes
+    inv.modifications["app"] = [Modification("app", "T::Test::Item", "b", "update", "K2", out_of_band=True)]
+    dropped = forma(resource("c", "T::Test::Item", {"Value": "3"}))
+    with pytest.raises(errors.ReconcileRejected):
+        plan(PlanRequest("apply", "reconcile", dropped), inv, CATALOG, new_id)

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from svc.datastore.interface import Datastore
 from svc.datastore.records import TERMINAL_UPDATE_STATES, UpdateState
@@ -53,11 +54,12 @@ class CommandRun:
     _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
 
     async def save(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
-                   start: bool = False) -> bool:
-        """Stores an update's state; False when it is already terminal (canceled meanwhile)."""
+                   start: datetime | None = None) -> bool:
+        """Stores an update's state (and its start time, when given); False when it is already terminal
+        (canceled meanwhile)."""
         return await self.writer.set_state(UpdateStateWrite(
             self.command_id, change.ksuid, change.operation, state, version=version, data=data.to_json(),
-            start_ts=utcnow() if start else None))
+            start_ts=start))
 
     async def run(self) -> str:
         await asyncio.to_thread(self.store.set_command_state, self.command_id, "InProgress")
@@ -105,7 +107,7 @@ class CommandRun:
                 outcome = await traced_operation(self.steps.run(change, node.data, resume=node.resume), change)
             node.data.message = outcome.message or node.data.message
             node.data.finished_at = utcnow().isoformat()
-            started = utcnow() if key not in self.steps.started else None
+            started = self.steps.take_start(key) or (utcnow() if key not in self.steps.started else None)
             finished = await self.writer.finish(
                 outcome.resource, change.ksuid if outcome.delete else None,
                 UpdateStateWrite(self.command_id, change.ksuid, change.operation, outcome.state,
@@ -125,7 +127,7 @@ class CommandRun:
             node.data.message = f"internal error: {type(error).__name__}: {error}"
             node.state = UpdateState.FAILED
             try:
-                await self.save(change, UpdateState.FAILED, node.data)
+                await self.save(change, UpdateState.FAILED, node.data, start=self.steps.take_start(key))
             except Exception:  # noqa: BLE001
                 log.exception("cannot store the failure of %s", key)
         finally:

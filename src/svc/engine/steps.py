@@ -1,7 +1,8 @@
 """One resource change, executed: the plugin calls of a create, update or delete, and what is stored.
 
-Order of writes closes the crash windows: the attempt (token) is stored before a call; on success the
-resource state is stored before the update is marked done, so a later command never misses it.
+Order of writes closes the crash windows: the attempt (token) is stored before a call (except a first
+attempt's, whose token a restarted agent derives again: its InProgress write comes only if the call lasts);
+on success the resource state is stored before the update is marked done, so a later command never misses it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from svc.datastore.interface import Datastore
@@ -29,6 +31,7 @@ from svc.schema.model import Schema
 
 log = logging.getLogger("svc.engine")
 Json = dict[str, Any]
+IN_PROGRESS_DELAY = 0.5  # seconds a first call runs before its InProgress state is written
 
 
 class Fenced(Exception):
@@ -94,11 +97,33 @@ class Steps:
         self.writer = writer
         self.started: set[str] = set()  # changes whose start is stored (the first save of an attempt)
         self._background: set[asyncio.Task[bool]] = set()
+        self._deferred: dict[str, tuple[datetime, asyncio.TimerHandle]] = {}  # key → its unwritten start
         self._produced: dict[str, ResourceVersion] = {}  # ksuid → the state this command stored for it
         self.runners = runners
         self.policies = policies
         self.save = save
         self.resolver = Resolver(self._load, self._read_live)
+
+    def take_start(self, key: str) -> datetime | None:
+        """When ``key`` started, if its InProgress write is still deferred (that write is then dropped: the
+        change's next write carries the start instead); None once it was written."""
+        deferred = self._deferred.pop(key, None)
+        if deferred is None:
+            return None
+        deferred[1].cancel()
+        return deferred[0]
+
+    def _defer_start(self, change: ResourceChange, data: UpdateData) -> None:
+        """The InProgress write of a first attempt, made only once the call has lasted ``IN_PROGRESS_DELAY``:
+        most calls end sooner, and their end writes the start with the result, one update row instead of
+        two. Nothing waits for it: its token is derived from the change (see ``_record``)."""
+        started = utcnow()
+
+        def write() -> None:
+            if self._deferred.pop(change.key, None) is not None:
+                self.background(self.save(change, UpdateState.IN_PROGRESS, data, start=started))
+
+        self._deferred[change.key] = (started, asyncio.get_running_loop().call_later(IN_PROGRESS_DELAY, write))
 
     def background(self, write: Awaitable[bool]) -> None:
         """A write nobody waits for (it still commits before any later write of the same change)."""
@@ -156,13 +181,14 @@ class Steps:
             data.message = progress.message
         first = change.key not in self.started
         self.started.add(change.key)
-        if progress is None and attempt.number == 1 and attempt.request_id is None:
+        if progress is None and attempt.number == 1 and attempt.request_id is None and first:
             # The first call's token is derived from the command, resource and operation, so a restarted
             # agent re-sends the same token (which the plugin answers from its first call) whether or not
-            # this write landed: no need to wait for it before calling.
-            self.background(self.save(change, UpdateState.IN_PROGRESS, data.snapshot(), start=first))
+            # this write landed: no need to wait for it before calling, nor to make it for a short call.
+            self._defer_start(change, data.snapshot())
             return
-        if not await self.save(change, UpdateState.IN_PROGRESS, data, start=first):
+        start = self.take_start(change.key) or (utcnow() if first else None)
+        if not await self.save(change, UpdateState.IN_PROGRESS, data, start=start):
             raise Fenced()
 
     @staticmethod

@@ -8,6 +8,7 @@ its namespace, whose module is the plugin's package. The package ships ``Config.
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -44,7 +45,16 @@ def installed_plugins() -> list[InstalledPlugin]:
     plugins: dict[str, InstalledPlugin] = {}
     for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
         # Plugins are installed as directories (not zips): Pkl reads their files from disk.
-        package_dir = Path(str(importlib.resources.files(entry.module)))
+        package_dir = _package_dir(entry.module)
         version = entry.dist.version if entry.dist is not None else "0.0.0"
         plugins.setdefault(entry.name, InstalledPlugin(entry.name, version, package_dir))
     return sorted(plugins.values(), key=lambda plugin: plugin.namespace)
+
+
+def _package_dir(module: str) -> Path:
+    """A plugin package's directory, found without importing the package: importing runs the plugin's code
+    (the AWS plugin's imports boto3, ~0.2 s), which every command evaluating a forma would otherwise pay."""
+    spec = importlib.util.find_spec(module) if "." not in module else None  # a dotted name imports its parents
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(str(importlib.resources.files(module)))

@@ -26,7 +26,7 @@ from svc.engine.errors import (
 )
 from svc.engine.planner.changeset import Changeset, ResourceChange, StackChange, TargetChange, compact_schema
 from svc.engine.planner.diff import UNKNOWN, generate_patch, mask_patch
-from svc.engine.planner.inventory import UNMANAGED_STACK, Inventory
+from svc.engine.planner.inventory import UNMANAGED_STACK, Inventory, Modification
 from svc.engine.planner.policies import plan_policies
 from svc.engine.planner.targets import plan_targets
 from svc.engine.planner.translate import Desired, translate
@@ -318,13 +318,18 @@ class _Apply:
         named |= {(d.resource.stack, d.resource.type, d.resource.alias) for d in desired if d.resource.alias}
         planned = {c.ksuid for c in changeset.resources}
         # A resource deleted outside svc that the forma would create again is drift too (with a new ksuid); one
-        # a user destroyed is not.
+        # a user destroyed is not. A deleted resource the forma no longer names agrees with the forma.
         recreated = {(c.stack, c.type, c.label) for c in changeset.resources if c.operation == "create"}
+
+        def absorbed(m: Modification) -> bool:
+            key = (m.stack, m.type, m.label)
+            if key not in named:
+                return m.operation == "delete"
+            return m.ksuid not in planned and not (m.out_of_band and key in recreated)
+
         rejected: dict[str, Any] = {}
         for stack in sorted({r.stack for r in self.forma.resources}):
-            left = [m for m in self.inventory.modifications.get(stack, [])
-                    if not ((m.stack, m.type, m.label) in named and m.ksuid not in planned
-                            and not (m.out_of_band and (m.stack, m.type, m.label) in recreated))]
+            left = [m for m in self.inventory.modifications.get(stack, []) if not absorbed(m)]
             if left:
                 rejected[stack] = {"ModifiedResources": [m.to_json() for m in left]}
         if rejected:

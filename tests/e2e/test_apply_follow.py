@@ -1,0 +1,61 @@
+"""Following a command from the CLI: ``svc apply --yes --wait`` submits once and prints the plan it started,
+then one line per finished update; the status endpoint's summary and ``updated_since`` forms it polls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from support.fake_world import World, chain, fake_world
+
+HEADERS = {"Client-ID": "test"}
+SUMMARY_KEYS = {"ResourceId", "ResourceType", "ResourceLabel", "StackName", "Operation", "State", "StartedAt",
+                "ErrorMessage"}
+
+
+@pytest.fixture
+def world(home: Path, tmp_path: Path) -> Iterator[World]:
+    with fake_world(tmp_path) as world:
+        yield world
+
+
+def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) -> None:
+    world.cloud.set_knob("fail", {"code": "AccessDenied", "labels": ["c"]})
+    result = world.apply(world.forma(chain("a", "b", "c", "d")))
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert out.count("Plan: 4 to create, 0 to update, 0 to replace, 0 to delete.") == 1
+    assert out.index("Plan:") < out.index("started on the agent")
+    for label in ("a", "b"):
+        assert out.count(f"Success: create FAKE::Test::Item {label} (stack app)") == 1
+    assert out.count("Failed: create FAKE::Test::Item c (stack app): AccessDenied") == 1
+    assert out.count("Failed: create FAKE::Test::Item d (stack app): DependencyFailure") == 1
+    listed = json.loads(world.svc("command", "list", "--output-consumer", "machine").stdout)
+    assert len(listed if isinstance(listed, list) else listed["Commands"]) == 1  # no simulation was stored
+
+    command_id = world.svc("command", "status", "--output-consumer", "machine")
+    command_id = json.loads(command_id.stdout)["Commands"][0]["CommandId"]
+    url = f"{world.api}/commands/{command_id}/status"
+    full = httpx.get(url, headers=HEADERS).json()["Commands"][0]
+    summary = httpx.get(url, params={"summary": "true"}, headers=HEADERS)
+    assert summary.status_code == 200 and summary.headers["X-Svc-Updates-As-Of"]
+    updates = summary.json()["Commands"][0]["ResourceUpdates"]
+    assert all(set(update) <= SUMMARY_KEYS for update in updates)
+    assert [(u["ResourceLabel"], u["State"]) for u in updates] == [
+        (u["ResourceLabel"], u["State"]) for u in full["ResourceUpdates"]]
+    assert {u["ResourceLabel"]: u.get("ErrorMessage") for u in updates}["c"].startswith("AccessDenied")
+
+    def since(moment: datetime) -> list[str]:
+        answer = httpx.get(url, params={"updated_since": moment.isoformat()}, headers=HEADERS)
+        assert answer.status_code == 200, answer.text
+        return [u["ResourceLabel"] for u in answer.json()["Commands"][0].get("ResourceUpdates") or []]
+
+    assert since(datetime.now(UTC) - timedelta(hours=1)) == ["a", "b", "c", "d"]
+    assert since(datetime.now(UTC) + timedelta(hours=1)) == []
+    bad = httpx.get(url, params={"updated_since": "yesterday"}, headers=HEADERS)
+    assert bad.status_code == 400 and "updated_since" in bad.text
