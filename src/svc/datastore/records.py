@@ -6,7 +6,7 @@ stores them as given and never interprets them beyond equality.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -54,6 +54,18 @@ class Page(Generic[T]):
 
     items: tuple[T, ...]
     next_cursor: str | None
+
+
+def every_item(fetch: Callable[[str | None], Page[T]]) -> list[T]:
+    """Every item of a paged list: ``fetch(cursor)`` returns one page; the first cursor is None."""
+    items: list[T] = []
+    cursor: str | None = None
+    while True:
+        page = fetch(cursor)
+        items.extend(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            return items
 
 
 @dataclass(frozen=True, slots=True)

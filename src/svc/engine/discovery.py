@@ -35,12 +35,13 @@ from svc.datastore.records import (
     ResourceWrite,
     TargetFilter,
     TargetRecord,
+    every_item,
 )
 from svc.engine import values
 from svc.engine.background import PeriodicJob
 from svc.engine.discovery_filters import base_label, excluded, unique_label
 from svc.engine.discovery_settings import PluginDiscovery, load_settings
-from svc.engine.engine import Engine, _all
+from svc.engine.engine import Engine
 from svc.engine.ledger import utcnow
 from svc.engine.operations import RetryPolicy, read
 from svc.engine.planner.changeset import compact_schema
@@ -163,8 +164,8 @@ class _Run:
     # -- setup --------------------------------------------------------------------------------------------
 
     def _load(self) -> list[TargetRecord]:
-        targets = _all(lambda c: self.store.list_targets(TargetFilter(discoverable=True), cursor=c, limit=_PAGE))
-        for summary in _all(lambda c: self.store.list_resource_summaries(cursor=c, limit=_PAGE)):
+        targets = every_item(lambda c: self.store.list_targets(TargetFilter(discoverable=True), cursor=c, limit=_PAGE))
+        for summary in every_item(lambda c: self.store.list_resource_summaries(cursor=c, limit=_PAGE)):
             if summary.native_id is not None:
                 self.known.add((summary.type, summary.native_id))
             if summary.stack == UNMANAGED_STACK:
@@ -212,7 +213,7 @@ class _Run:
     def _parents(self, resource_type: str, target: str) -> list[ResourceVersion]:
         query = Query("resources", (TextFilter("type", (Pattern.literal(resource_type),)),
                                     TextFilter("target", (Pattern.literal(target),))))
-        return [r for r in _all(lambda c: self.store.list_resources(query, cursor=c, limit=_PAGE))
+        return [r for r in every_item(lambda c: self.store.list_resources(query, cursor=c, limit=_PAGE))
                 if r.type == resource_type]
 
     async def _list_type(self, scan: _Scan, resource_type: str, filters: dict[str, str],

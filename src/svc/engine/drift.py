@@ -8,17 +8,15 @@ the endpoint adds each resource's properties then and now and the patch between 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, parse_query
-from svc.datastore.records import CommandRecord, Page, ResourceVersion
+from svc.datastore.records import CommandRecord, ResourceVersion, every_item
 from svc.engine import values
 
 Json = dict[str, Any]
-T = TypeVar("T")
 _PAGE = 200
 
 
@@ -35,16 +33,6 @@ class Drifted:
         """``update`` for any write, ``delete`` for a tombstone (as the reference reports them)."""
         return "delete" if self.current.deleted else "update"
 
-
-def _pages(fetch: Callable[[str | None], Page[T]]) -> list[T]:
-    items: list[T] = []
-    cursor: str | None = None
-    while True:
-        page = fetch(cursor)
-        items.extend(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            return items
 
 
 def _quote(value: str) -> str:
@@ -90,7 +78,7 @@ def drift(store: Datastore, stack: str) -> list[Drifted]:
         return []
     out: list[Drifted] = []
     for current in modified(store, stack, last):
-        history = _pages(lambda c, k=current.ksuid: store.resource_history(k, cursor=c, limit=_PAGE))
+        history = every_item(lambda c, k=current.ksuid: store.resource_history(k, cursor=c, limit=_PAGE))
         baseline = None
         for version in history:
             if version.command_id == last.id or version.valid_from <= last.start_ts:

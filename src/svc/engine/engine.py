@@ -25,6 +25,7 @@ from svc.datastore.records import (
     ResourceUpdateRecord,
     TargetWrite,
     UpdateState,
+    every_item,
 )
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
@@ -64,17 +65,6 @@ class EngineSettings:
     agent_version: str = ""
 
 
-def _all(fetch) -> list:  # type: ignore[no-untyped-def]
-    """Every item of a paged datastore list."""
-    items: list = []
-    cursor = None
-    while True:
-        page = fetch(cursor)
-        items.extend(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            return items
-
 
 class Engine:
     """Implements ``svc.engine.service.CommandService``."""
@@ -102,7 +92,7 @@ class Engine:
         for runner in self.runners.values():
             await runner.start()  # a plugin process that cannot start stops the agent with its reason
         self._started = True
-        incomplete = await asyncio.to_thread(lambda: _all(lambda c: self.store.list_incomplete_commands(
+        incomplete = await asyncio.to_thread(lambda: every_item(lambda c: self.store.list_incomplete_commands(
             cursor=c, limit=PAGE)))
         for command in sorted(incomplete, key=lambda c: (c.start_ts, c.id)):
             await self._recover(command)
@@ -155,9 +145,9 @@ class Engine:
         return self._limits[key]
 
     def _inventory(self, reconcile_stacks: set[str]) -> Inventory:
-        resources = _all(lambda c: self.store.list_resources(cursor=c, limit=PAGE))
-        targets = _all(lambda c: self.store.list_targets(cursor=c, limit=PAGE))
-        stacks = _all(lambda c: self.store.list_stacks(cursor=c, limit=PAGE))
+        resources = every_item(lambda c: self.store.list_resources(cursor=c, limit=PAGE))
+        targets = every_item(lambda c: self.store.list_targets(cursor=c, limit=PAGE))
+        stacks = every_item(lambda c: self.store.list_stacks(cursor=c, limit=PAGE))
         inventory = Inventory(resources, {t.label: t for t in targets}, {s.label: s for s in stacks})
         for stack in reconcile_stacks:
             inventory.modifications[stack] = self._modifications(stack)
@@ -192,7 +182,7 @@ class Engine:
     async def destroy(self, request: DestroyRequest, caller: Caller) -> wire.SubmitCommandResponse:
         if request.query:
             query = parse_query(request.query, DESTROY_FIELDS)
-            matches = await asyncio.to_thread(lambda: _all(lambda c: self.store.list_resources(
+            matches = await asyncio.to_thread(lambda: every_item(lambda c: self.store.list_resources(
                 query, cursor=c, limit=PAGE)))
             plan_request = PlanRequest("destroy", "patch", None, simulate=request.simulate,
                                        on_dependents=request.on_dependents,
@@ -290,10 +280,10 @@ class Engine:
 
         def conflicting() -> list[wire.CommandView]:
             found = []
-            for command in _all(lambda c: self.store.list_incomplete_commands(cursor=c, limit=PAGE)):
+            for command in every_item(lambda c: self.store.list_incomplete_commands(cursor=c, limit=PAGE)):
                 if command.command not in ("apply", "destroy"):  # background reads change nothing
                     continue
-                updates = _all(lambda c, i=command.id: self.store.get_resource_updates(i, cursor=c, limit=PAGE))
+                updates = every_item(lambda c, i=command.id: self.store.get_resource_updates(i, cursor=c, limit=PAGE))
                 live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
                                                               UpdateState.REJECTED)]
                 if any(u.stack_label in stacks for u in live):
@@ -348,9 +338,9 @@ class Engine:
             if command is None:
                 return None
             if summary:
-                return summary_view(command, _all(lambda c: self.store.get_resource_update_summaries(
+                return summary_view(command, every_item(lambda c: self.store.get_resource_update_summaries(
                     command_id, modified_since=updated_since, cursor=c, limit=PAGE)))
-            return command_view(command, _all(lambda c: self.store.get_resource_updates(command_id, cursor=c,
+            return command_view(command, every_item(lambda c: self.store.get_resource_updates(command_id, cursor=c,
                                                                                          limit=PAGE)))
 
         return await asyncio.to_thread(work)
@@ -366,7 +356,7 @@ class Engine:
                                                  limit=1).items
             else:
                 found = self.store.list_commands(limit=max_results).items
-            return [command_view(c, _all(lambda cur, i=c.id: self.store.get_resource_updates(i, cursor=cur,
+            return [command_view(c, every_item(lambda cur, i=c.id: self.store.get_resource_updates(i, cursor=cur,
                                                                                               limit=PAGE)))
                     for c in found]
 
@@ -398,7 +388,7 @@ class Engine:
                 states[f"svc://{ksuid}#"] = wire.CanceledUpdateState(State="Canceled", ForceCanceled=True,
                                                                      CommandId=command.id)
             if force or run is None:
-                updates = await asyncio.to_thread(lambda i=command.id: _all(
+                updates = await asyncio.to_thread(lambda i=command.id: every_item(
                     lambda c: self.store.get_resource_updates(i, cursor=c, limit=PAGE)))
                 final = overall_state([u.state for u in updates])
                 if final in TERMINAL_COMMAND_STATES:
@@ -413,7 +403,7 @@ class Engine:
         if command.command not in ("apply", "destroy"):  # background reads are never resumed (rerun instead)
             await asyncio.to_thread(self.store.set_command_state, command.id, CommandState.FAILED, end_ts=utcnow())
             return
-        updates = await asyncio.to_thread(lambda: _all(lambda c: self.store.get_resource_updates(
+        updates = await asyncio.to_thread(lambda: every_item(lambda c: self.store.get_resource_updates(
             command.id, cursor=c, limit=PAGE)))
         nodes: dict[str, Node] = {}
         for record in updates:

@@ -32,11 +32,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svc.datastore.interface import Datastore
-from svc.datastore.records import CommandRecord, CommandState, ResourceVersion, ResourceWrite, TargetRecord
+from svc.datastore.records import (
+    CommandRecord,
+    CommandState,
+    ResourceVersion,
+    ResourceWrite,
+    TargetRecord,
+    every_item,
+)
 from svc.engine import values
 from svc.engine.discovery_filters import MatchFilter, excluded
 from svc.engine.discovery_settings import PluginDiscovery
-from svc.engine.engine import PAGE, Engine, _all
+from svc.engine.engine import PAGE, Engine
 from svc.engine.ledger import utcnow
 from svc.engine.operations import read
 from svc.engine.planner.diff import opaque_fields
@@ -57,9 +64,9 @@ def busy_stacks(store: Datastore) -> set[str]:
     """Stacks of the apply and destroy commands still in progress, whoever started them (a user, the stack
     expirer, the auto-reconciler): such a command owns its stacks. Background reads (sync, discovery) do not."""
     busy: set[str] = set()
-    for command in _all(lambda c: store.list_incomplete_commands(cursor=c, limit=PAGE)):
+    for command in every_item(lambda c: store.list_incomplete_commands(cursor=c, limit=PAGE)):
         if command.command in ("apply", "destroy"):
-            busy |= {u.stack_label for u in _all(lambda c, i=command.id: store.get_resource_updates(
+            busy |= {u.stack_label for u in every_item(lambda c, i=command.id: store.get_resource_updates(
                 i, cursor=c, limit=PAGE))}
     return busy
 
@@ -229,8 +236,8 @@ async def synchronize(engine: Engine, discovery: Mapping[str, PluginDiscovery] |
     store = engine.store
 
     def load() -> tuple[list[ResourceVersion], dict[str, TargetRecord], set[str]]:
-        resources = _all(lambda c: store.list_resources(cursor=c, limit=PAGE))
-        targets = {t.label: t for t in _all(lambda c: store.list_targets(cursor=c, limit=PAGE))}
+        resources = every_item(lambda c: store.list_resources(cursor=c, limit=PAGE))
+        targets = {t.label: t for t in every_item(lambda c: store.list_targets(cursor=c, limit=PAGE))}
         return resources, targets, busy_stacks(store)
 
     resources, targets, busy = await asyncio.to_thread(load)
