@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from svc_plugin_local import Plugin
-from svc_plugin_local.journal import Journal
 
+from svc.plugins.journal import Journal
 from svc.plugins.runner import Call, InProcessRunner
 from svc.plugins.sdk import ErrorCode, Status, is_recoverable
 
@@ -155,7 +155,7 @@ def test_a_repeated_token_gets_the_first_answer_and_status_knows_it(local: Local
 
 def test_a_create_that_began_before_a_crash_is_finished_by_its_token(local: Local, tmp_path: Path) -> None:
     # The process died after writing the file but before the journal said "done".
-    Journal(tmp_path / "state" / "journal").begin("tok-2", "Create", "half")
+    Journal("LOCAL", tmp_path / "state" / "journal").begin("tok-2", "Create", "half")
     local.root.mkdir()
     (local.root / "half").write_text("partial")
     assert local.status("tok-2").error_code is ErrorCode.NOT_FOUND  # not finished: the agent sends it again

@@ -12,11 +12,11 @@ import threading
 import uuid
 from collections.abc import Callable
 
+from svc.plugins.journal import Journal
 from svc.plugins.sdk import Ctx, ErrorCode, Json, ListResult, Operation, PluginError, Progress, ReadResult, Status
 from svc_plugin_aws.errors import mapped
 from svc_plugin_aws.handler import Change, Handler
 from svc_plugin_aws.handlers import load_all
-from svc_plugin_aws.journal import Journal
 from svc_plugin_aws.session import Aws, Sessions
 
 
@@ -37,7 +37,7 @@ class Plugin:
     def journal(self) -> Journal:
         with self._lock:  # made on first use: the host sets the state directory before the first call
             if self._journal is None:
-                self._journal = Journal()
+                self._journal = Journal("AWS")
             return self._journal
 
     def _handler(self, ctx: Ctx) -> Handler:

@@ -1,7 +1,7 @@
 """The LOCAL plugin: ``LOCAL::FS::File`` and ``LOCAL::FS::Directory`` under a target's root.
 
 Native ids are the canonical relative paths. Every mutating call is idempotent by ``ctx.request_token``
-(``journal.Journal``): a repeated token gets the first call's answer, and ``status(token)`` tells the agent
+(``svc.plugins.journal.Journal``): a repeated token gets the first call's answer, and ``status(token)`` tells the agent
 whether a call it lost track of (a crash) happened. Writes replace files atomically, so a process killed
 mid-write leaves the old content or the new one, never half of it.
 """
@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from svc.plugins.journal import Journal
 from svc.plugins.sdk import Ctx, ErrorCode, Json, ListResult, Operation, PluginError, Progress, ReadResult, Status
 from svc_plugin_local import files
-from svc_plugin_local.journal import Journal
 from svc_plugin_local.paths import Place, inside, relative_to, root_of
 
 FILE = "LOCAL::FS::File"
@@ -38,7 +38,7 @@ class Plugin:
     def journal(self) -> Journal:
         with self._lock:  # created on first use: the agent sets the state directory before the first call
             if self._journal is None:
-                self._journal = Journal()
+                self._journal = Journal("LOCAL")
             return self._journal
 
     @staticmethod

@@ -1,9 +1,10 @@
-"""An idempotency journal: what became of each mutating call, by the agent's request token.
+"""An idempotency journal for plugin authors: what became of each mutating call, by the agent's request token.
 
-The plugin keeps no other state; this lets it answer the host's question after a crash ("did the call with
-this token happen?") and answer a repeated token with the first call's result instead of acting twice.
-An entry is written ``pending`` before the call touches the disk and ``done`` with the result after, each
-write atomic; a ``pending`` entry means the call may have half-happened, and the same token may finish it.
+A stateless plugin uses it to answer the host's question after a crash ("did the call with this token
+happen?") and to answer a repeated token with the first call's result instead of acting twice. An entry is
+written ``pending`` before the call acts and ``done`` with the result after, each write atomic; a
+``pending`` entry means the call may have half-happened (the plugin decides whether the same token may
+finish it or must say so).
 """
 
 from __future__ import annotations
@@ -18,17 +19,17 @@ from typing import Any
 
 from svc.paths import data_dir
 
-STATE_DIR_VARIABLE = "SVC_PLUGIN_STATE_DIR"
+STATE_DIR_VARIABLE = "SVC_PLUGIN_STATE_DIR"  # set by the agent's plugin host
 KEEP_SECONDS = 7 * 24 * 3600  # far longer than any command can stay unfinished and be resumed
 
 
-def default_directory() -> Path:
-    return Path(os.environ.get(STATE_DIR_VARIABLE) or data_dir() / "plugins" / "LOCAL") / "journal"
+def default_directory(namespace: str) -> Path:
+    return Path(os.environ.get(STATE_DIR_VARIABLE) or data_dir() / "plugins" / namespace) / "journal"
 
 
 class Journal:
-    def __init__(self, directory: Path | None = None) -> None:
-        self.directory = directory or default_directory()
+    def __init__(self, namespace: str, directory: Path | None = None) -> None:
+        self.directory = directory or default_directory(namespace)
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._prune()
 
@@ -38,9 +39,7 @@ class Journal:
     def get(self, token: str) -> dict[str, Any] | None:
         try:
             return json.loads(self._file(token).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except ValueError:  # a torn write cannot happen (atomic replace); a damaged file means unknown
+        except (FileNotFoundError, ValueError):  # writes are atomic: a damaged file means "unknown"
             return None
 
     def begin(self, token: str, op: str, native_id: str) -> None:
