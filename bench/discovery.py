@@ -17,7 +17,6 @@ import argparse
 import json
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -26,9 +25,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fake_agent import peak_rss_mib, start_fake_agent  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
-from support.processes import Agent, free_port, run_svc  # noqa: E402
+from support.processes import Agent, run_svc  # noqa: E402
 
 SECONDS_GOAL = 30.0
 RSS_GOAL_MIB = 1024
@@ -43,26 +43,6 @@ def seed(cloud_path: Path, count: int) -> None:
              time.time()) for n in range(count)]
     with cloud.transaction() as conn:
         conn.executemany("INSERT INTO resources VALUES (?, ?, ?, ?)", rows)
-
-
-def start_agent(directory: Path, rate: int | None) -> Agent:
-    port = free_port()
-    config = directory / "agent.pkl"
-    limit = f"rateLimit {{ maxRequestsPerSecondForNamespace = {rate} }}" if rate else ""
-    config.write_text(textwrap.dedent(f"""\
-        amends "svc:/Config.pkl"
-        import "plugins:/FAKE.pkl"
-        agent {{
-          server {{ bindAddress = "127.0.0.1"; port = {port} }}
-          datastore {{ sqlite {{ filePath = "{directory / 'svc.db'}" }} }}
-          resourcePlugins {{ new FAKE.PluginConfig {{ {limit} }} }}
-          synchronization {{ enabled = false }}
-          discovery {{ enabled = false }}
-        }}
-        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
-    """))
-    env = {"XDG_DATA_HOME": str(directory / "data"), "SVC_PID_FILE": str(directory / "agent.pid")}
-    return Agent(config=config, port=port, log=directory / "agent.log", env=env).start()
 
 
 def register_target(agent: Agent, directory: Path, cloud: Path) -> None:
@@ -84,13 +64,6 @@ def discover(agent: Agent) -> tuple[float, dict[str, object]]:
     return seconds, response.json()
 
 
-def peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def plugin_pid(agent: Agent) -> int | None:
     for plugin in httpx.get(f"{agent.url}/api/v1/plugins", timeout=10).json()["plugins"]:
         if plugin["namespace"] == "FAKE" and (plugin.get("process") or {}).get("pid"):
@@ -107,7 +80,8 @@ def main() -> None:
         directory = Path(tmp)
         cloud = directory / "cloud.db"
         seed(cloud, args.count)
-        agent = start_agent(directory, args.rate)
+        agent = start_fake_agent(directory, retry="", plugin_config=(
+            f"rateLimit {{ maxRequestsPerSecondForNamespace = {args.rate} }}" if args.rate else ""))
         try:
             assert agent.process is not None
             register_target(agent, directory, cloud)

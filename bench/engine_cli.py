@@ -26,7 +26,6 @@ import resource
 import shutil
 import sys
 import tempfile
-import textwrap
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -37,9 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from engine_floor import Bound, plugin_floor  # noqa: E402
+from fake_agent import peak_rss_mib, start_fake_agent  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
-from support.processes import Agent, free_port, run_svc  # noqa: E402
+from support.processes import Agent, run_svc  # noqa: E402
 from svc.plugins.host import HostedPlugin  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl)
@@ -78,25 +78,6 @@ def write_forma(directory: Path, name: str, cloud: Path, size: int, depth: int) 
     # would replace that target, moving every resource on it.
     path.write_text(FORMA.format(stack=name, cloud=cloud, chains=size // depth, depth=depth))
     return path
-
-
-def start_agent(directory: Path) -> Agent:
-    port = free_port()
-    config = directory / "agent.pkl"
-    config.write_text(textwrap.dedent(f"""\
-        amends "svc:/Config.pkl"
-        import "plugins:/FAKE.pkl"
-        agent {{
-          server {{ bindAddress = "127.0.0.1"; port = {port} }}
-          datastore {{ sqlite {{ filePath = "{directory / 'svc.db'}" }} }}
-          resourcePlugins {{ new FAKE.PluginConfig {{}} }}
-          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 5 }}
-          synchronization {{ enabled = false }}
-          discovery {{ enabled = false }}
-        }}
-        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
-    """))
-    return Agent(config=config, port=port, log=directory / "agent.log").start()
 
 
 @dataclass
@@ -190,13 +171,6 @@ class Cli:
         return time.perf_counter() - started
 
 
-def peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def _goal(name: str, seconds: float) -> str:
     goal = GOALS.get(name)
     if goal is None:
@@ -271,7 +245,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="svc-bench-cli-") as tmp:
         directory = Path(tmp)
-        agent = start_agent(directory)
+        agent = start_fake_agent(directory)
         try:
             assert agent.process is not None
             cli = Cli(agent, directory / "data")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -23,9 +22,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fake_agent import start_fake_agent  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
-from support.processes import Agent, free_port, run_svc  # noqa: E402
+from support.processes import Agent, run_svc  # noqa: E402
 
 GOAL_SECONDS = 30.0
 GOAL_RSS_MIB = 1024
@@ -45,27 +45,6 @@ forma {{
 }}
 """
 PARTS = 10  # applied as ten stacks: one apply of 10,000 plans longer than the CLI waits on a loaded machine
-
-
-def start_agent(directory: Path) -> Agent:
-    port = free_port()
-    config = directory / "agent.pkl"
-    config.write_text(textwrap.dedent(f"""\
-        amends "svc:/Config.pkl"
-        import "plugins:/FAKE.pkl"
-        agent {{
-          server {{ bindAddress = "127.0.0.1"; port = {port} }}
-          datastore {{ sqlite {{ filePath = "{directory / 'svc.db'}" }} }}
-          resourcePlugins {{ new FAKE.PluginConfig {{}} }}
-          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 5 }}
-          synchronization {{ enabled = false }}  // only the timed passes
-          discovery {{ enabled = false }}
-        }}
-        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
-    """))
-    # Its own PID file and data dir: another agent may run on this machine.
-    env = {"SVC_PID_FILE": str(directory / "agent.pid"), "XDG_DATA_HOME": str(directory / "data")}
-    return Agent(config=config, port=port, log=directory / "agent.log", env=env).start()
 
 
 def status_kib(pid: int, key: str) -> int:
@@ -105,7 +84,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="svc-bench-sync-") as tmp:
         directory = Path(tmp)
         cloud = FakeCloud(directory / "cloud.db")
-        agent = start_agent(directory)
+        agent = start_fake_agent(directory)
         try:
             assert agent.process is not None
             pid = agent.process.pid
