@@ -8,7 +8,6 @@ polling of resources that are not ready yet, "already gone" on delete, and pagin
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable
 
@@ -25,20 +24,12 @@ class Plugin:
         self.plugin_config: Json = {}
         self.handlers: dict[str, Handler] = load_all()
         self.sessions = Sessions()
-        self._journal: Journal | None = None
-        self._lock = threading.Lock()
+        self.journal = Journal("AWS")
 
     def configure(self, plugin_config: Json) -> None:
         self.plugin_config = plugin_config
 
     # -- helpers ------------------------------------------------------------------------------------------------
-
-    @property
-    def journal(self) -> Journal:
-        with self._lock:  # made on first use: the host sets the state directory before the first call
-            if self._journal is None:
-                self._journal = Journal("AWS")
-            return self._journal
 
     def _handler(self, ctx: Ctx) -> Handler:
         handler = self.handlers.get(ctx.resource_type)

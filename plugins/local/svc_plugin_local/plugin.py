@@ -9,7 +9,6 @@ mid-write leaves the old content or the new one, never half of it.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +25,12 @@ _TYPES = (FILE, DIRECTORY)
 class Plugin:
     def __init__(self) -> None:
         self.plugin_config: Json = {}
-        self._journal: Journal | None = None
-        self._lock = threading.Lock()
+        self.journal = Journal("LOCAL")
 
     def configure(self, plugin_config: Json) -> None:
         self.plugin_config = plugin_config
 
     # -- helpers ------------------------------------------------------------------------------------------------
-
-    @property
-    def journal(self) -> Journal:
-        with self._lock:  # created on first use: the agent sets the state directory before the first call
-            if self._journal is None:
-                self._journal = Journal("LOCAL")
-            return self._journal
 
     @staticmethod
     def _kind(ctx: Ctx) -> str:

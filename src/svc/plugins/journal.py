@@ -9,6 +9,7 @@ finish it or must say so).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -28,10 +29,19 @@ def default_directory(namespace: str) -> Path:
 
 
 class Journal:
+    """Cheap to make: the directory is found (and old entries pruned) on first use, because the agent's host
+    sets the state directory in the plugin's environment before its first call, not before it is loaded."""
+
     def __init__(self, namespace: str, directory: Path | None = None) -> None:
-        self.directory = directory or default_directory(namespace)
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._prune()
+        self._namespace = namespace
+        self._given = directory
+
+    @functools.cached_property
+    def directory(self) -> Path:
+        directory = self._given or default_directory(self._namespace)
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _prune(directory)
+        return directory
 
     def _file(self, token: str) -> Path:
         return self.directory / f"{hashlib.sha256(token.encode()).hexdigest()[:40]}.json"
@@ -54,11 +64,12 @@ class Journal:
             json.dump(entry, file)
         os.replace(temporary, self._file(token))
 
-    def _prune(self) -> None:
-        horizon = time.time() - KEEP_SECONDS
-        for entry in self.directory.iterdir():
-            try:
-                if entry.stat().st_mtime < horizon:
-                    entry.unlink()
-            except OSError:
-                continue
+
+def _prune(directory: Path) -> None:
+    horizon = time.time() - KEEP_SECONDS
+    for entry in directory.iterdir():
+        try:
+            if entry.stat().st_mtime < horizon:
+                entry.unlink()
+        except OSError:  # another thread pruned it first
+            continue
