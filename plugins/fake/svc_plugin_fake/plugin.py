@@ -3,13 +3,17 @@
 Every mutating call is idempotent by ``ctx.request_token``: the operation is stored under the token in
 the same transaction as its effect, so a repeated token returns the first answer instead of acting
 twice, and ``status(token)`` tells whether a call ever arrived (``NotFound`` if not).
+
+The operations are coroutines: latency and hangs are asyncio sleeps, so a thousand calls in flight cost no
+threads, and each call's SQLite work is one short transaction on the event loop. (Run on a thread pool, the
+calls' GIL hand-offs made the plugin, not the engine, the limit of the latency benchmark.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from typing import Any
@@ -20,13 +24,12 @@ from svc.plugins.sdk import Ctx, ErrorCode, ListResult, Operation, PluginError, 
 from svc_plugin_fake.cloud import FakeCloud, new_native_id
 from svc_plugin_fake.types import TypeSpec, spec
 
-_HANG_GRACE = 5.0  # a hung call gives up this long after its deadline, so no thread hangs forever
+_HANG_GRACE = 5.0  # a hung call gives up this long after its deadline, even if nobody cancels it
 
 
 class Plugin:
     def __init__(self) -> None:
         self._clouds: dict[str, FakeCloud] = {}
-        self._lock = threading.Lock()
 
     def configure(self, plugin_config: dict[str, Any]) -> None:
         self.plugin_config = plugin_config
@@ -37,10 +40,9 @@ class Plugin:
         path = ctx.target.get("Path")
         if not path:
             raise PluginError(ErrorCode.INVALID_CREDENTIALS, "the FAKE target config has no Path")
-        with self._lock:
-            cloud = self._clouds.get(path)
-            if cloud is None:
-                cloud = self._clouds[path] = FakeCloud(path)
+        cloud = self._clouds.get(path)
+        if cloud is None:
+            cloud = self._clouds[path] = FakeCloud(path)
         return cloud
 
     @staticmethod
@@ -50,17 +52,17 @@ class Plugin:
             raise PluginError(ErrorCode.INVALID_REQUEST, f"FAKE has no resource type {ctx.resource_type}")
         return found
 
-    def _gate(self, cloud: FakeCloud, ctx: Ctx, op: str, *, label: str | None = None) -> None:
+    async def _gate(self, cloud: FakeCloud, ctx: Ctx, op: str, *, label: str | None = None) -> None:
         """Applies latency, hang, throttle and fail knobs to one call."""
         knobs = cloud.knobs()
         latency = knobs.get("latency") or {}
         delay = latency.get(op, latency.get("*", 0))
         if delay:
-            time.sleep(float(delay))
+            await asyncio.sleep(float(delay))
         if _matches(knobs.get("hang"), op, ctx, label):
             give_up = (ctx.deadline or time.monotonic() + 60) + _HANG_GRACE
             while time.monotonic() < give_up and _matches(cloud.knobs().get("hang"), op, ctx, label):
-                time.sleep(0.05)
+                await asyncio.sleep(0.05)
         if not any(name in knobs for name in ("throttle", "fail")):
             return
         error: ErrorCode | None = None
@@ -115,9 +117,9 @@ class Plugin:
 
     # -- operations ----------------------------------------------------------------------------------------
 
-    def create(self, ctx: Ctx, label: str, properties: dict[str, Any]) -> Progress:
+    async def create(self, ctx: Ctx, label: str, properties: dict[str, Any]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        self._gate(cloud, ctx, "create", label=label)
+        await self._gate(cloud, ctx, "create", label=label)
         with cloud.transaction() as conn:
             if (replay := self._replay(conn, ctx.request_token)) is not None:
                 return replay
@@ -138,18 +140,18 @@ class Plugin:
             return self._finish(conn, ctx, "create", native_id, Progress(
                 Status.SUCCESS, native_id=native_id, operation=Operation.CREATE, properties=self._view(spec_, stored)))
 
-    def read(self, ctx: Ctx, native_id: str, prior: dict[str, Any] | None) -> ReadResult:
+    async def read(self, ctx: Ctx, native_id: str, prior: dict[str, Any] | None) -> ReadResult:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        self._gate(cloud, ctx, "read")
+        await self._gate(cloud, ctx, "read")
         found = cloud.get(native_id)
         if found is None or found["type"] != ctx.resource_type:
             return ReadResult(error_code=ErrorCode.NOT_FOUND, message=f"{native_id} does not exist")
         return ReadResult(properties=self._view(spec_, found["properties"]))
 
-    def update(self, ctx: Ctx, native_id: str, prior: dict[str, Any], desired: dict[str, Any],
+    async def update(self, ctx: Ctx, native_id: str, prior: dict[str, Any], desired: dict[str, Any],
                patch: list[dict[str, Any]]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        self._gate(cloud, ctx, "update")
+        await self._gate(cloud, ctx, "update")
         with cloud.transaction() as conn:
             if (replay := self._replay(conn, ctx.request_token)) is not None:
                 return replay
@@ -177,9 +179,9 @@ class Plugin:
             return self._finish(conn, ctx, "update", native_id, Progress(
                 Status.SUCCESS, native_id=native_id, operation=Operation.UPDATE, properties=self._view(spec_, updated)))
 
-    def delete(self, ctx: Ctx, native_id: str) -> Progress:
+    async def delete(self, ctx: Ctx, native_id: str) -> Progress:
         cloud = self._cloud(ctx)
-        self._gate(cloud, ctx, "delete")
+        await self._gate(cloud, ctx, "delete")
         with cloud.transaction() as conn:
             if (replay := self._replay(conn, ctx.request_token)) is not None:
                 return replay
@@ -188,9 +190,9 @@ class Plugin:
             return self._finish(conn, ctx, "delete", native_id,
                                 Progress(Status.SUCCESS, native_id=native_id, operation=Operation.DELETE))
 
-    def status(self, ctx: Ctx, request_id: str, native_id: str) -> Progress:
+    async def status(self, ctx: Ctx, request_id: str, native_id: str) -> Progress:
         cloud = self._cloud(ctx)
-        self._gate(cloud, ctx, "status")
+        await self._gate(cloud, ctx, "status")
         with cloud.transaction() as conn:
             row = conn.execute("SELECT polls_left, result, native_id FROM operations WHERE request_id = ?",
                                (request_id,)).fetchone()
@@ -203,10 +205,10 @@ class Plugin:
             result.request_id = request_id
             return result
 
-    def list(self, ctx: Ctx, page_size: int, page_token: str | None, filters: dict[str, str]) -> ListResult:
+    async def list(self, ctx: Ctx, page_size: int, page_token: str | None, filters: dict[str, str]) -> ListResult:
         cloud = self._cloud(ctx)
         self._spec(ctx)  # an unknown type is an InvalidRequest
-        self._gate(cloud, ctx, "list")
+        await self._gate(cloud, ctx, "list")
         start = int(page_token or 0)
         if filters:  # a child type listed by its parent's value
             found = cloud.resources(ctx.resource_type)

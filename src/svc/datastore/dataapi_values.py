@@ -20,6 +20,8 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
+from svc import jsontext
+
 Field = dict[str, Any]
 Parameter = dict[str, Any]
 
@@ -30,7 +32,7 @@ class JsonText(str):
 
 def json_text(value: Any) -> JsonText:
     """The dialect's JSON serializer: compact, UTF-8 kept as is (fewer bytes against the request cap)."""
-    return JsonText(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    return JsonText(jsontext.dumps(value))
 
 
 def _array_literal(items: Sequence[Any]) -> str:

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from svc.config.model import PostgresConfig
 from svc.datastore.errors import DatastoreConfigError, DatastoreError, DatastoreUnavailable
+from svc.datastore.sql_base import JSON_CODEC
 
 PREFIX = "agent.datastore.postgres"
 CONNECT_TIMEOUT_SECONDS = 10
@@ -105,5 +106,5 @@ def postgres_engine(config: PostgresConfig) -> tuple[sa.Engine, str]:
 
     # pre_ping replaces connections that died with a server restart, so the pool recovers by itself.
     engine = sa.create_engine("postgresql+psycopg://", creator=connect, pool_pre_ping=True, pool_size=10,
-                              max_overflow=10, pool_timeout=30, pool_recycle=1800)
+                              max_overflow=10, pool_timeout=30, pool_recycle=1800, **JSON_CODEC)
     return engine, describe(config)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -15,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from svc import jsontext
 from svc.datastore.errors import ConflictError, DatastoreError, DatastoreUnavailable
 
 T = TypeVar("T")
@@ -57,10 +57,14 @@ def successor(version: str) -> str:
     raise ValueError(f"version {version!r} has no successor")
 
 
+# The engines' JSON columns go through the fast codec (the SQLAlchemy default is ``json.dumps``/``loads``).
+JSON_CODEC: dict[str, Any] = {"json_serializer": jsontext.dumps, "json_deserializer": jsontext.loads}
+
+
 def json_value(value: Any) -> Any:
     """``value`` as the plain JSON it will be stored as (tuples become lists…), so that equality with what
     the database returns is meaningful; non-JSON values fail here, before any write."""
-    return json.loads(json.dumps(value))
+    return jsontext.loads(jsontext.dump_bytes(value))
 
 
 def _first_line(error: BaseException) -> str:

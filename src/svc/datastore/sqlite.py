@@ -11,7 +11,7 @@ from sqlalchemy.pool import StaticPool
 
 from svc.config.model import SqliteConfig
 from svc.datastore.errors import DatastoreConfigError
-from svc.datastore.sql_base import WRITE_OPTION
+from svc.datastore.sql_base import JSON_CODEC, WRITE_OPTION
 
 SETTING = "agent.datastore.sqlite.filePath"
 BUSY_TIMEOUT_MS = 10_000
@@ -28,7 +28,7 @@ def sqlite_engine(config: SqliteConfig) -> tuple[sa.Engine, str]:
     path = database_path(config)
     if path is None:
         # Each connection to :memory: would be a different database: share one.
-        engine = sa.create_engine("sqlite://", poolclass=StaticPool,
+        engine = sa.create_engine("sqlite://", poolclass=StaticPool, **JSON_CODEC,
                                   connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000})
         describe = "sqlite :memory:"
     else:
@@ -39,7 +39,7 @@ def sqlite_engine(config: SqliteConfig) -> tuple[sa.Engine, str]:
                                        f"{error.strerror}; check {SETTING}", SETTING) from error
         if path.is_dir():
             raise DatastoreConfigError(f"the SQLite database path {path} is a directory; check {SETTING}", SETTING)
-        engine = sa.create_engine(f"sqlite:///{path}", pool_size=8, max_overflow=8, pool_timeout=30,
+        engine = sa.create_engine(f"sqlite:///{path}", pool_size=8, max_overflow=8, pool_timeout=30, **JSON_CODEC,
                                   connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000})
         describe = f"sqlite {path}"
     sa.event.listen(engine, "connect", _on_connect)

@@ -207,7 +207,8 @@ class PluginProcess:
         self._pending[request_id] = future
         try:
             await self._write(protocol.encode(protocol.request(request_id, method, params)))
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                return await future
         finally:
             self._pending.pop(request_id, None)
 

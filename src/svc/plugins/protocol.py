@@ -12,9 +12,9 @@ own arguments; results are the reference's shapes (``sdk.Progress``/``ReadResult
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from svc import jsontext
 from svc.plugins.runner import Call
 from svc.plugins.sdk import Json, Operation
 
@@ -42,12 +42,12 @@ class ProtocolError(Exception):
 
 
 def encode(message: Json) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+    return jsontext.dump_bytes(message) + b"\n"
 
 
 def decode(line: bytes) -> Json:
     try:
-        message = json.loads(line)
+        message = jsontext.loads(line)
     except ValueError as error:
         raise ProtocolError(f"not JSON: {error}") from error
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":

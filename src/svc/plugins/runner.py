@@ -128,7 +128,8 @@ def checked_progress(operation: Operation, result: Any) -> Progress:
 async def guard(operation: Operation, timeout: float, run: Callable[[], Awaitable[T]]) -> T | Progress | ReadResult:
     """Runs one plugin call under its deadline, mapping exceptions per ``failure_for``."""
     try:
-        return await asyncio.wait_for(run(), timeout)
+        async with asyncio.timeout(timeout):  # no task per call, unlike wait_for
+            return await run()
     except asyncio.CancelledError:
         raise
     except BaseException as error:  # noqa: BLE001 - any plugin bug becomes a result, never an agent crash

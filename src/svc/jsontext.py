@@ -1,0 +1,35 @@
+"""JSON text on the hot paths (the plugin protocol, the datastore's JSON columns): orjson, several times faster
+than the standard library, with the standard library's answers where the two differ.
+
+orjson refuses integers beyond 64 bits, which ``json`` writes; those fall back to ``json``. Dates and dataclasses,
+which orjson would write and ``json`` refuses, are refused here too, so that what is not plain JSON fails the
+same way whichever encoder ran.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def dump_bytes(value: Any) -> bytes:
+    """Compact UTF-8 JSON; ``TypeError`` for what is not JSON."""
+    try:
+        return orjson.dumps(value, option=_OPTIONS)
+    except orjson.JSONEncodeError as error:
+        if "not JSON serializable" in str(error):
+            raise TypeError(str(error)) from None
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")  # e.g. a 65-bit int
+
+
+def dumps(value: Any) -> str:
+    return dump_bytes(value).decode("utf-8")
+
+
+def loads(text: str | bytes) -> Any:
+    """The value of a JSON text; ``ValueError`` when it is not JSON."""
+    return orjson.loads(text)
