@@ -9,8 +9,11 @@ plan table, polling), and the CPU seconds the svc process, the agent and its plu
 times grow with whatever else runs on the machine; CPU seconds hardly do). Then, with 20 ms latency per
 plugin call, 400 resources in chains of depth 4: the agent's execution ÷ the lower bound set by the critical
 path and the in-flight limit, and the FAKE plugin process's own floor (``engine_floor`` says how both are
-computed). Ends with the agent's peak RSS (VmHWM). Figures and ratios against the issue's goals only;
-nothing is asserted.
+computed). The same at lower in-flight limits (``--in-flight``, each on an agent of its own whose FAKE plugin
+has that ``maxInFlight``): at 64 calls in flight the bound asks for 3,200 creates a second, so the ratio there
+measures the agent's CPU per change; at a lower limit it measures how promptly the scheduler refills the slots
+and starts dependents. Ends with the agent's peak RSS (VmHWM). Figures and ratios against the issue's goals
+only; nothing is asserted.
 
     .venv/bin/python bench/engine_cli.py                # 1,000 and 10,000
     .venv/bin/python bench/engine_cli.py --sizes 1000   # quicker
@@ -207,21 +210,22 @@ def scale(cli: Cli, directory: Path, size: int) -> None:
           f"{'' if left == 0 else f'  ({left} resources left in the cloud!)'}", flush=True)
 
 
-def latency(cli: Cli, directory: Path, size: int = 400, depth: int = 4, delay: float = 0.02) -> None:
-    cloud = directory / "cloud-latency.db"
+def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, size: int = 400, depth: int = 4,
+            delay: float = 0.02) -> None:
+    cloud = directory / f"cloud-latency-{in_flight}.db"
     FakeCloud(cloud).set_knob("latency", {"*": delay})
-    forma = write_forma(directory, "latency", cloud, size, depth)
+    forma = write_forma(directory, f"latency-{in_flight}", cloud, size, depth)
     eval_s = cli.eval_seconds(forma)
     applied = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait")
     # The FAKE call log holds its mutating calls; a read-back would show as a create without properties,
     # which the FAKE plugin never answers (``engine_floor`` counts every call of the in-process bench).
     calls = Counter(call["op"] for call in FakeCloud(cloud).calls())
-    bound = Bound(depth, sum(calls.values()), size, IN_FLIGHT, delay)
-    floor_cloud = directory / "cloud-floor.db"
+    bound = Bound(depth, sum(calls.values()), size, in_flight, delay)
+    floor_cloud = directory / f"cloud-floor-{in_flight}.db"
     FakeCloud(floor_cloud).set_knob("latency", {"*": delay})
-    floor = asyncio.run(_hosted_floor(floor_cloud, size // depth, depth))
+    floor = asyncio.run(_hosted_floor(floor_cloud, size // depth, depth, in_flight))
     agent = applied.agent_seconds or float("nan")
-    print(f"latency {delay * 1000:.0f} ms, {size} resources, depth {depth}, {IN_FLIGHT} in flight, FAKE calls "
+    print(f"latency {delay * 1000:.0f} ms, {size} resources, depth {depth}, {in_flight} in flight, FAKE calls "
           f"{dict(calls)}: {bound}\n"
           f"        agent execution {agent:.3f} s → ratio {agent / bound.seconds:.2f}  [goal ≤ {RATIO_GOAL}: "
           f"{'met' if agent / bound.seconds <= RATIO_GOAL else 'NOT met'} for the execution]; whole svc apply "
@@ -230,18 +234,29 @@ def latency(cli: Cli, directory: Path, size: int = 400, depth: int = 4, delay: f
           f"{floor / bound.seconds:.2f}; the agent's execution ÷ that floor {agent / floor:.2f}", flush=True)
 
 
-async def _hosted_floor(cloud: Path, chains: int, depth: int) -> float:
-    plugin = HostedPlugin("FAKE", plugin_config={"maxInFlight": IN_FLIGHT})
+async def _hosted_floor(cloud: Path, chains: int, depth: int, in_flight: int) -> float:
+    plugin = HostedPlugin("FAKE", plugin_config={"maxInFlight": in_flight})
     await plugin.start()
     try:
-        return await plugin_floor(plugin, cloud, chains=chains, depth=depth, slots=IN_FLIGHT)
+        return await plugin_floor(plugin, cloud, chains=chains, depth=depth, slots=in_flight)
     finally:
         await plugin.close()
+
+
+def _latency_at(directory: Path, in_flight: int) -> None:
+    directory.mkdir()
+    agent = start_fake_agent(directory, plugin_config=f"maxInFlight = {in_flight}")
+    try:
+        latency(Cli(agent, directory / "data"), directory, in_flight)
+    finally:
+        agent.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000])
+    parser.add_argument("--in-flight", type=int, nargs="*", default=[16, 32],
+                        help=f"lower in-flight limits to measure the latency ratio at, besides {IN_FLIGHT}")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="svc-bench-cli-") as tmp:
         directory = Path(tmp)
@@ -254,6 +269,8 @@ def main() -> None:
                 scale(cli, directory, size)
             latency(cli, directory)
             peak = peak_rss_mib(agent.process.pid)
+            for in_flight in args.in_flight:
+                _latency_at(directory / f"in-flight-{in_flight}", in_flight)
             print(f"agent peak RSS (VmHWM) {peak:.0f} MiB  [goal ≤ {RSS_GOAL_MIB} MiB: "
                   f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]; {_load()} at the end", flush=True)
         finally:
