@@ -4,6 +4,7 @@ then one line per finished update; the status endpoint's summary and ``updated_s
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -59,3 +60,26 @@ def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) 
     assert since(datetime.now(UTC) + timedelta(hours=1)) == []
     bad = httpx.get(url, params={"updated_since": "yesterday"}, headers=HEADERS)
     assert bad.status_code == 400 and "updated_since" in bad.text
+
+
+def test_status_with_wait_answers_as_soon_as_the_command_ends(world: World) -> None:
+    world.cloud.set_knob("latency", {"create": 1.0})  # the chain takes two seconds at least
+    submitted = world.svc("apply", "--mode", "reconcile", str(world.forma(chain("a", "b"))), "--yes",
+                          "--output-consumer", "machine")
+    assert submitted.returncode == 0, submitted.stderr
+    url = f"{world.api}/commands/{json.loads(submitted.stdout)['CommandId']}/status"
+    at_once = httpx.get(url, params={"summary": "true"}, headers=HEADERS).json()["Commands"][0]
+    assert at_once["State"] not in ("Success", "Failed", "Canceled")
+
+    started = time.monotonic()
+    waited = httpx.get(url, params={"summary": "true", "wait": "30"}, headers=HEADERS, timeout=60)
+    assert waited.status_code == 200, waited.text
+    assert waited.json()["Commands"][0]["State"] == "Success"
+    assert time.monotonic() - started < 25  # it answered when the command ended, not after the whole wait
+    assert waited.headers["X-Svc-Updates-As-Of"]
+
+    ended = httpx.get(url, params={"wait": "30"}, headers=HEADERS, timeout=60)  # nothing left to wait for
+    assert [u["State"] for u in ended.json()["Commands"][0]["ResourceUpdates"]] == ["Success", "Success"]
+    for bad in ("soon", "-1", "31", "nan"):
+        refused = httpx.get(url, params={"wait": bad}, headers=HEADERS)
+        assert refused.status_code == 400 and "wait must be a number of seconds from 0 to 30" in refused.text

@@ -29,9 +29,10 @@ def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, A
     return response.json()
 
 
-def command(client: AgentClient, command_id: str) -> dict[str, Any] | None:
-    """One command (``CommandView``), None when the agent knows no such id."""
-    response = client.request("GET", f"/commands/{command_id}/status")
+def command(client: AgentClient, command_id: str, *, wait: float = 0.0) -> dict[str, Any] | None:
+    """One command (``CommandView``), None when the agent knows no such id; ``wait``: the agent answers once the
+    command has ended or after that many seconds."""
+    response = client.request("GET", f"/commands/{command_id}/status", params=_wait(wait))
     if response.status_code == 404:
         return None
     raise_for(response, "command status")
@@ -39,17 +40,22 @@ def command(client: AgentClient, command_id: str) -> dict[str, Any] | None:
     return commands[0] if commands else None
 
 
-def command_changes(client: AgentClient, command_id: str,
-                    since: str | None) -> tuple[dict[str, Any] | None, str | None]:
+def command_changes(client: AgentClient, command_id: str, since: str | None,
+                    *, wait: float = 0.0) -> tuple[dict[str, Any] | None, str | None]:
     """The command in summary form with only the updates written since ``since`` (an as-of time the agent gave;
-    None: all of them), and the as-of time to ask from next; None when the agent knows no such id."""
-    params = {"summary": "true", **({"updated_since": since} if since else {})}
+    None: all of them), and the as-of time to ask from next; None when the agent knows no such id. ``wait`` as
+    for ``command``."""
+    params = {"summary": "true", **({"updated_since": since} if since else {}), **_wait(wait)}
     response = client.request("GET", f"/commands/{command_id}/status", params=params)
     if response.status_code == 404:
         return None, None
     raise_for(response, "command status")
     commands = response.json().get("Commands") or []
     return (commands[0] if commands else None), response.headers.get("X-Svc-Updates-As-Of")
+
+
+def _wait(seconds: float) -> dict[str, str]:
+    return {"wait": f"{seconds:.3f}"} if seconds > 0 else {}
 
 
 def commands(client: AgentClient, *, query: str = "", scope: str = "client",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group
@@ -29,17 +30,32 @@ def _pause(took: float) -> float:
     return min(max(_FAST_POLL, _POLL_SHARE * took), _SLOW_POLL)
 
 
-def _fetch(client: AgentClient, command_id: str) -> dict[str, Any]:
-    command = agent_api.command(client, command_id)
+class _Poll:
+    """The pause before the next poll, spent on the agent: each poll asks it to answer once the command has ended
+    or after the pause (``wait``), so the end is seen at once instead of up to a pause late. An agent that answers
+    sooner without the command having ended (one that predates ``wait``) leaves the rest to sleep here."""
+
+    def __init__(self) -> None:
+        self.wait = 0.0  # the first poll answers at once
+
+    def __call__(self, fetch: Callable[[float], dict[str, Any]]) -> dict[str, Any]:
+        started = time.monotonic()
+        command = fetch(self.wait)
+        took = time.monotonic() - started
+        if took < self.wait and command.get("State") not in TERMINAL_COMMAND_STATES:
+            time.sleep(self.wait - took)  # it did not wait
+            work = took
+        else:
+            work = max(took - self.wait, 0.0)  # what the poll cost the agent, as far as this side can tell
+        self.wait = _pause(work)
+        return command
+
+
+def _fetch(client: AgentClient, command_id: str, wait: float = 0.0) -> dict[str, Any]:
+    command = agent_api.command(client, command_id, wait=wait)
     if command is None:
         raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
     return command
-
-
-def _timed_fetch(client: AgentClient, command_id: str) -> tuple[dict[str, Any], float]:
-    started = time.monotonic()
-    command = _fetch(client, command_id)
-    return command, time.monotonic() - started
 
 
 class _Changes:
@@ -50,12 +66,13 @@ class _Changes:
         self.client = client
         self.command_id = command_id
         self.since: str | None = None
-        self.took = 0.0
+        self.poll = _Poll()
 
     def next(self) -> dict[str, Any]:
-        started = time.monotonic()
-        command, self.since = agent_api.command_changes(self.client, self.command_id, self.since)
-        self.took = time.monotonic() - started
+        return self.poll(self._fetch)
+
+    def _fetch(self, wait: float) -> dict[str, Any]:
+        command, self.since = agent_api.command_changes(self.client, self.command_id, self.since, wait=wait)
         if command is None:
             raise CliError(f"command {self.command_id} disappeared from the agent; check: svc command list")
         return command
@@ -64,8 +81,9 @@ class _Changes:
 def wait_quietly(client: AgentClient, command_id: str) -> dict[str, Any]:
     """Polls the command's summary until it is terminal, then returns its whole view."""
     changes = _Changes(client, command_id)
-    while changes.next().get("State") not in TERMINAL_COMMAND_STATES:
-        time.sleep(_pause(changes.took))
+    command = changes.next()
+    while command.get("State") not in TERMINAL_COMMAND_STATES:
+        command = changes.next()
     return _fetch(client, command_id)
 
 
@@ -88,11 +106,11 @@ def follow(client: AgentClient, command_id: str, *, live: bool | None = None) ->
 
 
 def _follow_live(client: AgentClient, command_id: str) -> dict[str, Any]:
-    command, took = _timed_fetch(client, command_id)
+    poll = _Poll()
+    command = poll(lambda wait: _fetch(client, command_id, wait))
     with Live(_view(command), console=console, refresh_per_second=8) as view:
         while command.get("State") not in TERMINAL_COMMAND_STATES:
-            time.sleep(_pause(took))
-            command, took = _timed_fetch(client, command_id)
+            command = poll(lambda wait: _fetch(client, command_id, wait))
             view.update(_view(command))
     return command
 
@@ -107,7 +125,6 @@ def _follow_lines(client: AgentClient, command_id: str) -> dict[str, Any]:
             final = _fetch(client, command_id)
             _report(final, reported)  # any update whose last write the polls did not see
             return final
-        time.sleep(_pause(changes.took))
 
 
 def _report(command: dict[str, Any], reported: set[tuple[str, str]]) -> None:

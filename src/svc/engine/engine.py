@@ -119,6 +119,11 @@ class Engine:
             await asyncio.wait_for(asyncio.shield(task), timeout)
         return await self.command(command_id)
 
+    async def await_end(self, command_id: str, timeout: float) -> None:
+        task = self._tasks.get(command_id)
+        if task is not None and timeout > 0:
+            await asyncio.wait({task}, timeout=timeout)
+
     async def synchronize(self) -> str | None:
         """Reads every managed resource once and stores out-of-band changes (``sync.synchronize``)."""
         from svc.engine.sync import synchronize

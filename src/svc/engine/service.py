@@ -54,6 +54,9 @@ class CommandService(Protocol):
         """``summary``: each resource update reduced to its identity, operation, state and error; with
         ``updated_since``, only the updates whose state was written since then."""
 
+    async def await_end(self, command_id: str, timeout: float) -> None:
+        """Returns once the command's execution in this agent has ended, or after ``timeout`` seconds."""
+
     async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
                        max_results: int) -> list[wire.CommandView]:
         """Newest first; only user commands (not sync/discovery). Empty query + client scope = the

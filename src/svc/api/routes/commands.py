@@ -22,6 +22,7 @@ DEFAULT_MAX_RESULTS = 10
 _UPDATES_MARGIN = timedelta(seconds=2)
 UPDATES_AS_OF_HEADER = "X-Svc-Updates-As-Of"
 MAX_RESULTS_CEILING = 200
+MAX_WAIT_SECONDS = 30.0
 # The body is read by hand (to answer malformed uploads with our own messages); this documents it.
 _SUBMIT_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["command"],
@@ -63,17 +64,33 @@ async def submit_command(request: Request) -> JSONResponse:
             summary="One command, by id. summary=true: each resource update reduced to its identity, operation, "
                     "state and error message (what following a command needs; cheap for big commands). "
                     "updated_since=<time> (implies summary): only the updates whose state was written since then; "
-                    f"pass the previous answer's {UPDATES_AS_OF_HEADER} header to follow a command.")
-async def command_status(request: Request, command_id: str, summary: str = "", updated_since: str = "") -> Response:
+                    f"pass the previous answer's {UPDATES_AS_OF_HEADER} header to follow a command. "
+                    f"wait=<seconds> (at most {MAX_WAIT_SECONDS:g}): answer once the command has ended or after that "
+                    "long, whichever comes first, so that a client polling with waits learns of the end at once.")
+async def command_status(request: Request, command_id: str, summary: str = "", updated_since: str = "",
+                         wait: str = "") -> Response:
     deps.caller(request)
     since = _time(updated_since) if updated_since else None
+    seconds = _wait(wait) if wait else 0.0
+    service = deps.service(request)
+    await service.await_end(command_id, seconds)
     as_of = datetime.now(UTC) - _UPDATES_MARGIN
-    command = await deps.service(request).command(command_id, summary=summary.lower() == "true" or since is not None,
-                                                  updated_since=since)
+    command = await service.command(command_id, summary=summary.lower() == "true" or since is not None,
+                                    updated_since=since)
     if command is None:
         raise not_found(f"command not found: {command_id}")
     return JSONResponse(wire.ListCommandStatusResponse(Commands=[command]).to_json(),
                         headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
+
+
+def _wait(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:  # also NaN
+        raise bad_request(f"wait must be a number of seconds from 0 to {MAX_WAIT_SECONDS:g}, not {text!r}")
+    return seconds
 
 
 def _time(text: str) -> datetime:

@@ -1,0 +1,80 @@
+"""How the CLI paces its status polls (``svc.cli.watch._Poll``): the pause is spent on the agent (``wait``), and
+an agent that does not wait leaves it to a sleep here; a costly poll slows the next ones down."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from svc.cli import watch
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(round(seconds, 6))
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(watch, "time", clock)
+    return clock
+
+
+def agent(clock: Clock, *, honours_wait: bool, work: float, ends_after: float = 1e9) -> Any:
+    """A status endpoint that costs ``work`` seconds and, if it honours ``wait``, holds the answer until the
+    command ends (at ``ends_after``) or the wait is over."""
+    asked: list[float] = []
+
+    def fetch(wait: float) -> dict[str, Any]:
+        asked.append(wait)
+        if honours_wait:
+            clock.now = min(clock.now + wait, max(clock.now, ends_after))
+        clock.now += work
+        return {"State": "Success" if clock.now >= ends_after else "InProgress"}
+
+    fetch.asked = asked  # type: ignore[attr-defined]
+    return fetch
+
+
+def test_the_first_poll_answers_at_once_then_the_agent_holds_each_answer(clock: Clock) -> None:
+    poll, fetch = watch._Poll(), agent(clock, honours_wait=True, work=0.01)
+    for _ in range(3):
+        poll(fetch)
+    assert fetch.asked == [0.0, 0.25, 0.25]
+    assert clock.slept == []  # the agent did the waiting
+
+
+def test_the_end_is_seen_when_it_happens_not_a_pause_later(clock: Clock) -> None:
+    poll, fetch = watch._Poll(), agent(clock, honours_wait=True, work=0.0, ends_after=0.1)
+    assert poll(fetch)["State"] == "InProgress"
+    assert poll(fetch)["State"] == "Success"
+    assert clock.now == pytest.approx(0.1)
+
+
+def test_an_agent_that_does_not_wait_is_polled_at_the_same_pace(clock: Clock) -> None:
+    poll, fetch = watch._Poll(), agent(clock, honours_wait=False, work=0.01)
+    for _ in range(3):
+        poll(fetch)
+    assert clock.slept == [0.24, 0.24]
+    assert clock.now == pytest.approx(0.51)  # polls at 0, 0.25 and 0.5 s, each taking 0.01 s
+
+
+def test_costly_polls_are_spaced_out_up_to_the_slow_pace(clock: Clock) -> None:
+    poll, fetch = watch._Poll(), agent(clock, honours_wait=True, work=0.2)
+    for _ in range(3):
+        poll(fetch)
+    assert fetch.asked == [0.0, pytest.approx(0.8), pytest.approx(0.8)]
+    poll, fetch = watch._Poll(), agent(clock, honours_wait=True, work=1.0)
+    poll(fetch)
+    poll(fetch)
+    assert fetch.asked == [0.0, 2.0]
