@@ -80,7 +80,7 @@ def main() -> None:
         directory = Path(tmp)
         cloud = directory / "cloud.db"
         seed(cloud, args.count)
-        agent = start_fake_agent(directory, retry="", plugin_config=(
+        agent = start_fake_agent(directory, max_retries=None, plugin_config=(
             f"rateLimit {{ maxRequestsPerSecondForNamespace = {args.rate} }}" if args.rate else ""))
         try:
             assert agent.process is not None

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from support.fake_world import World, chain, fake_world
+from support.processes import isolated_home
 from svc.config.model import DatastoreConfig
 from svc.datastore import CommandRecord, open_datastore
 from svc.ids import new_id
@@ -47,35 +48,28 @@ def command_id(result) -> str:  # type: ignore[no-untyped-def]
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     """Three commands by two clients, and a background (sync) command that no listing may show."""
     root = tmp_path_factory.mktemp("commands")
-    monkeypatch = pytest.MonkeyPatch()
-    for name, value in {"HOME": root / "home", "XDG_DATA_HOME": root / "home" / "data",
-                        "XDG_CONFIG_HOME": root / "home" / "config", "SVC_PID_FILE": root / "agent.pid"}.items():
-        monkeypatch.setenv(name, str(value))
-    try:
-        with fake_world(root) as world:
-            other_env = {"XDG_DATA_HOME": str(root / "other-client")}
-            ok = command_id(world.svc("apply", "--mode", "reconcile", str(world.forma(chain("a"))), "--yes",
-                                      "--wait", "--output-consumer", "machine"))
-            world.cloud.set_knob("fail", {"code": "AccessDenied", "ops": ["create"]})
-            failed = command_id(world.svc("apply", "--mode", "patch", str(world.forma(chain("b"), name="b.pkl")),
-                                          "--yes", "--wait", "--output-consumer", "machine"))
-            world.cloud.clear_knobs()
-            other_forma = world.forma(chain("c"), name="c.pkl", stacks=("other",))
-            theirs = command_id(world.svc("apply", "--mode", "reconcile", str(other_forma), "--yes", "--wait",
-                                          "--output-consumer", "machine", env=other_env))
-            me = (root / "home" / "data" / "svc" / "cli_client_id").read_text().strip()
-            store = open_datastore(DatastoreConfig.model_validate({
-                "datastoreType": "sqlite", "sqlite": {"filePath": str(root / "svc.db")},
-                "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
-                             "connectionParams": ""},
-                "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "",
-                                  "endpoint": ""}}), migrate=False)
-            store.put_command(CommandRecord(id=new_id(), command="sync", state="Success", source="synchronizer",
-                                            start_ts=datetime.now(UTC), end_ts=datetime.now(UTC)))
-            store.close()
-            yield History(world, me, other_env, ok, failed, theirs)
-    finally:
-        monkeypatch.undo()
+    with isolated_home(root), fake_world(root) as world:
+        other_env = {"XDG_DATA_HOME": str(root / "other-client")}
+        ok = command_id(world.svc("apply", "--mode", "reconcile", str(world.forma(chain("a"))), "--yes",
+                                  "--wait", "--output-consumer", "machine"))
+        world.cloud.set_knob("fail", {"code": "AccessDenied", "ops": ["create"]})
+        failed = command_id(world.svc("apply", "--mode", "patch", str(world.forma(chain("b"), name="b.pkl")),
+                                      "--yes", "--wait", "--output-consumer", "machine"))
+        world.cloud.clear_knobs()
+        other_forma = world.forma(chain("c"), name="c.pkl", stacks=("other",))
+        theirs = command_id(world.svc("apply", "--mode", "reconcile", str(other_forma), "--yes", "--wait",
+                                      "--output-consumer", "machine", env=other_env))
+        me = (root / "home" / "data" / "svc" / "cli_client_id").read_text().strip()
+        store = open_datastore(DatastoreConfig.model_validate({
+            "datastoreType": "sqlite", "sqlite": {"filePath": str(root / "svc.db")},
+            "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
+                         "connectionParams": ""},
+            "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "",
+                              "endpoint": ""}}), migrate=False)
+        store.put_command(CommandRecord(id=new_id(), command="sync", state="Success", source="synchronizer",
+                                        start_ts=datetime.now(UTC), end_ts=datetime.now(UTC)))
+        store.close()
+        yield History(world, me, other_env, ok, failed, theirs)
 
 
 def test_the_two_clients_have_their_own_persistent_ids(history: History) -> None:

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from svc_plugin_fake.cloud import FakeCloud
 
-from support.processes import Agent, free_port, run_svc
+from support.processes import Agent, on_demand_agent, run_svc
 
 NET, SUBNET, ADDRESS = "FAKE::Net::Network", "FAKE::Net::Subnet", "FAKE::Net::Address"
 ITEM, MARKER, GATEWAY = "FAKE::Test::Item", "FAKE::Test::Marker", "FAKE::Net::Gateway"
@@ -117,27 +117,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     home.mkdir()
     env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
            "SVC_PID_FILE": str(directory / "agent.pid")}
-    port = free_port()
-    config = directory / "agent.pkl"
-    config.write_text(textwrap.dedent(f"""\
-        amends "svc:/Config.pkl"
-        import "plugins:/FAKE.pkl"
-        agent {{
-          server {{ bindAddress = "127.0.0.1"; port = {port} }}
-          datastore {{ sqlite {{ filePath = "{directory / 'svc.db'}" }} }}
-          resourcePlugins {{
-        {textwrap.indent(PLUGIN, "    ")}
-          }}
-          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 2 }}
-          synchronization {{ enabled = false }}
-          discovery {{ enabled = false }}
-        }}
-        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
-    """))
     main, denied = FakeCloud(directory / "main.db"), FakeCloud(directory / "denied.db")
     seed_main(main)
     seed_denied(denied)
-    agent = Agent(config=config, port=port, log=directory / "agent.log", env=env).start()
+    agent = on_demand_agent(directory, PLUGIN, max_retries=2, env=env).start()
     try:
         world = World(agent, directory, env, main, denied)
         world.apply(world.forma("targets.pkl", ""))  # the targets only: what discovery scans

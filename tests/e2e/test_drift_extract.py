@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.processes import Agent, free_port, run_svc
+from support.processes import Agent, isolated_home, on_demand_agent, run_svc
 
 ENV = {"COLUMNS": "200"}
 FORMA = '''\
@@ -63,34 +62,15 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     base = tmp_path_factory.mktemp("drift-extract")
-    monkeypatch = pytest.MonkeyPatch()
-    for name, value in {"HOME": base / "home", "XDG_DATA_HOME": base / "home" / "data",
-                        "XDG_CONFIG_HOME": base / "home" / "config", "SVC_PID_FILE": base / "agent.pid"}.items():
-        monkeypatch.setenv(name, str(value))
-    port = free_port()
-    config = base / "agent.pkl"
-    config.write_text(textwrap.dedent(f"""\
-        amends "svc:/Config.pkl"
-        import "plugins:/LOCAL.pkl"
-        import "plugins:/FAKE.pkl"
-        agent {{
-          server {{ bindAddress = "127.0.0.1"; port = {port} }}
-          datastore {{ sqlite {{ filePath = "{base / 'svc.db'}" }} }}
-          resourcePlugins {{ new LOCAL.PluginConfig {{}} new FAKE.PluginConfig {{}} }}
-          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 3 }}
-          synchronization {{ enabled = false }}  // on demand only: the test decides when
-          discovery {{ enabled = false }}
-        }}
-        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
-    """))
-    forma = base / "site.pkl"
-    forma.write_text(FORMA % {**ORIGINAL, "root": base / "root"})
-    agent = Agent(config=config, port=port, log=base / "agent.log").start()
-    try:
-        yield Site(agent, config, base / "root", forma, base)
-    finally:
-        agent.stop()
-        monkeypatch.undo()
+    with isolated_home(base):
+        forma = base / "site.pkl"
+        forma.write_text(FORMA % {**ORIGINAL, "root": base / "root"})
+        agent = on_demand_agent(base, "new LOCAL.PluginConfig {} new FAKE.PluginConfig {}", imports=("LOCAL", "FAKE"),
+                                max_retries=3).start()
+        try:
+            yield Site(agent, agent.config, base / "root", forma, base)
+        finally:
+            agent.stop()
 
 
 def test_extract_absorbs_a_hand_edit_and_the_next_reconcile_is_a_no_op(site: Site) -> None:

@@ -17,30 +17,14 @@ import pytest
 from svc_plugin_fake.cloud import FakeCloud
 
 from support.fake_world import HEAD, World
-from support.processes import Agent, free_port
+from support.processes import isolated_home, on_demand_agent
 
 HEADERS = {"Client-ID": "policy-tests"}
 
 
 def start_world(root: Path, expirer: str) -> World:
     """An agent with FAKE, synchronization and discovery on demand only, and the stack expirer as given."""
-    port = free_port()
-    config = root / "agent.pkl"
-    config.write_text(textwrap.dedent(f"""\
-        amends "svc:/Config.pkl"
-        import "plugins:/FAKE.pkl"
-        agent {{
-          server {{ bindAddress = "127.0.0.1"; port = {port} }}
-          datastore {{ sqlite {{ filePath = "{root / 'svc.db'}" }} }}
-          resourcePlugins {{ new FAKE.PluginConfig {{}} }}
-          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 5 }}
-          synchronization {{ enabled = false }}
-          discovery {{ enabled = false }}
-          stackExpirer {{ {expirer} }}
-        }}
-        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
-    """))
-    agent = Agent(config=config, port=port, log=root / "agent.log").start()
+    agent = on_demand_agent(root, "new FAKE.PluginConfig {}", members=f"stackExpirer {{ {expirer} }}").start()
     return World(agent, FakeCloud(root / "cloud.db"), root / "cloud.db", root)
 
 
@@ -48,16 +32,12 @@ def start_world(root: Path, expirer: str) -> World:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """One agent for the module; the expirer's timer is off, so only ``check-ttl`` expires stacks here."""
     root = tmp_path_factory.mktemp("policies")
-    monkeypatch = pytest.MonkeyPatch()
-    for name, value in {"HOME": root / "home", "XDG_DATA_HOME": root / "home" / "data",
-                        "XDG_CONFIG_HOME": root / "home" / "config", "SVC_PID_FILE": root / "agent.pid"}.items():
-        monkeypatch.setenv(name, str(value))
-    world = start_world(root, "enabled = false")
-    try:
-        yield world
-    finally:
-        world.agent.stop()
-        monkeypatch.undo()
+    with isolated_home(root):
+        world = start_world(root, "enabled = false")
+        try:
+            yield world
+        finally:
+            world.agent.stop()
 
 
 def write_forma(world: World, name: str, stacks: str, body: str) -> Path:

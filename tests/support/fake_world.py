@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from svc_plugin_fake.cloud import FakeCloud
 
-from support.processes import Agent, free_port, run_svc
+from support.processes import Agent, on_demand_agent, run_svc
 
 ENV = {"COLUMNS": "200"}
 HEAD = """\
@@ -91,24 +91,8 @@ class World:
 def fake_world(tmp_path: Path, agent_config: str = "") -> Iterator[World]:
     """An agent with FAKE enabled (fast retries, no background loops); stopped afterwards.
     ``agent_config`` adds members to its ``agent`` block (e.g. ``oTel { … }``)."""
-    port = free_port()
     cloud_path = tmp_path / "cloud.db"
-    config = tmp_path / "agent.pkl"
-    config.write_text(textwrap.dedent(f"""\
-        amends "svc:/Config.pkl"
-        import "plugins:/FAKE.pkl"
-        agent {{
-          server {{ bindAddress = "127.0.0.1"; port = {port} }}
-          datastore {{ sqlite {{ filePath = "{tmp_path / 'svc.db'}" }} }}
-          resourcePlugins {{ new FAKE.PluginConfig {{}} }}
-          retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = 5 }}
-          synchronization {{ enabled = false }}
-          discovery {{ enabled = false }}
-          {agent_config}
-        }}
-        cli {{ api {{ url = "http://localhost"; port = {port} }} }}
-    """))
-    agent = Agent(config=config, port=port, log=tmp_path / "agent.log").start()
+    agent = on_demand_agent(tmp_path, "new FAKE.PluginConfig {}", members=agent_config).start()
     try:
         yield World(agent, FakeCloud(cloud_path), cloud_path, tmp_path)
     finally:

@@ -7,12 +7,15 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 
 SVC = str(Path(sys.executable).parent / "svc")
 
@@ -21,6 +24,48 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def isolated_home(base: Path) -> Iterator[Path]:
+    """HOME, the XDG dirs and the agent's PID file under ``base``, for a module's fixtures (pytest's
+    ``monkeypatch`` fixture is per test); yields the home directory."""
+    monkeypatch = pytest.MonkeyPatch()
+    home = base / "home"
+    for name, value in {"HOME": home, "XDG_DATA_HOME": home / "data", "XDG_CONFIG_HOME": home / "config",
+                        "SVC_PID_FILE": base / "agent.pid"}.items():
+        monkeypatch.setenv(name, str(value))
+    try:
+        yield home
+    finally:
+        monkeypatch.undo()
+
+
+def on_demand_agent(directory: Path, plugins: str, *, imports: Sequence[str] = ("FAKE",), max_retries: int | None = 5,
+                    members: str = "", env: Mapping[str, str] | None = None) -> Agent:
+    """An agent (not started) on SQLite in ``directory`` (``svc.db``; config ``agent.pkl``, log ``agent.log``)
+    whose synchronization and discovery run only when asked, so that tests and benches decide when.
+
+    ``plugins`` is the body of its ``resourcePlugins``, naming the plugin modules ``imports``; ``max_retries``
+    with fast retry delays (None: the default retry settings); ``members`` more members of its ``agent`` block.
+    The config's ``cli`` block points at it, so ``--config`` serves both sides."""
+    port = free_port()
+    retry = ("" if max_retries is None else
+             f"retry {{ retryDelay = 50.ms; statusCheckInterval = 100.ms; maxRetries = {max_retries} }}")
+    lines = ['amends "svc:/Config.pkl"', *(f'import "plugins:/{name}.pkl"' for name in imports),
+             "agent {",
+             f'  server {{ bindAddress = "127.0.0.1"; port = {port} }}',
+             f'  datastore {{ sqlite {{ filePath = "{directory / "svc.db"}" }} }}',
+             "  resourcePlugins {", textwrap.indent(plugins, "    "), "  }",
+             f"  {retry}",
+             "  synchronization { enabled = false }",
+             "  discovery { enabled = false }",
+             textwrap.indent(members, "  "),
+             "}",
+             f'cli {{ api {{ url = "http://localhost"; port = {port} }} }}']
+    config = directory / "agent.pkl"
+    config.write_text("\n".join(lines) + "\n")
+    return Agent(config=config, port=port, log=directory / "agent.log", env=dict(env or {}))
 
 
 def run_svc(*args: str, env: Mapping[str, str] | None = None, input: str | None = None,
