@@ -58,6 +58,15 @@ def _show(rows: list[Any], limit: int, noun: str, render: Callable[[list[Any]], 
         console.print(f"Showing the first {limit} {noun}; pass --max-results 0 for all.", highlight=False)
 
 
+def _list(rows: list[Any], limit: int, noun: str, render: Callable[[list[Any]], Table], consumer: Consumer,
+          schema: Schema) -> None:
+    """Machine output: the rows as the agent gave them; human: ``_show``."""
+    if consumer is Consumer.machine:
+        emit(rows, consumer, schema, print)
+    else:
+        _show(rows, limit, noun, render)
+
+
 def _resources_table(rows: list[dict[str, Any]]) -> Table:
     table = _table(("Type", "Label", "Stack", "Target", "Native ID", "Managed"))
     for row in rows:
@@ -133,10 +142,7 @@ def inventory_stacks(
     """List stacks with their policies."""
     limit = _limit(max_results, output_consumer)
     rows = _fetch(config, "/stacks", "", limit, [])
-    if output_consumer is Consumer.machine:
-        emit(rows, output_consumer, output_schema, print)
-    else:
-        _show(rows, limit, "stacks", _stacks_table)
+    _list(rows, limit, "stacks", _stacks_table, output_consumer, output_schema)
 
 
 def _policies_table(rows: list[dict[str, Any]]) -> Table:
@@ -158,10 +164,7 @@ def inventory_policies(
     limit = _limit(max_results, output_consumer)
     rows = _fetch(config, "/policies", "", 0, [])
     rows = rows[:limit] if limit else rows
-    if output_consumer is Consumer.machine:
-        emit(rows, output_consumer, output_schema, print)
-    else:
-        _show(rows, limit, "policies", _policies_table)
+    _list(rows, limit, "policies", _policies_table, output_consumer, output_schema)
 
 
 def _targets_table(rows: list[dict[str, Any]]) -> Table:
@@ -184,7 +187,4 @@ def inventory_targets(
     """List targets (query keys: label, namespace, discoverable)."""
     limit = _limit(max_results, output_consumer)
     rows = _fetch(config, "/targets", query, limit, [])
-    if output_consumer is Consumer.machine:
-        emit(rows, output_consumer, output_schema, print)
-    else:
-        _show(rows, limit, "targets", _targets_table)
+    _list(rows, limit, "targets", _targets_table, output_consumer, output_schema)
