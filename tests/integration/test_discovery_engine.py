@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, make_engine
+from support.engine import fake_forma, item, make_engine, running
 from svc.config import load_config
 from svc.datastore import Datastore
 from svc.engine.build import build_engine
@@ -46,8 +46,7 @@ def test_paged_throttled_restricted_and_idempotent(datastore: Datastore, tmp_pat
 
     async def scenario() -> None:
         engine = make_engine(datastore, tmp_path / "engine.key")
-        await engine.start()
-        try:
+        async with running(engine):
             managed = await engine.apply(ApplyRequest(fake_forma(cloud_path, [item("mine", "m", token="t")]),
                                                       "reconcile"), Caller("client"))
             assert (await engine.wait(managed.CommandId, 60)).State == "Success"
@@ -59,8 +58,6 @@ def test_paged_throttled_restricted_and_idempotent(datastore: Datastore, tmp_pat
             command = datastore.get_command(first.command_id or "")
             assert command is not None and (command.command, command.source, command.state) == (
                 "discovery", "discovery", "Success")
-        finally:
-            await engine.stop()
 
     asyncio.run(scenario())
     found = [r for r in datastore.list_resources(limit=1000).items if not r.managed]
@@ -109,15 +106,12 @@ def test_a_target_made_discoverable_is_discovered_when_its_command_ends(datastor
         engine = build_engine(load_config(config_file).agent, datastore, key_file=tmp_path / "engine.key",
                               in_process=True)
         engine.jobs["discovery"].first_delay = 3600
-        await engine.start()
-        try:
+        async with running(engine):
             await applied(engine, forma("first", discoverable=True))  # created discoverable
             await discovered("stray-first")
             await applied(engine, forma("second", discoverable=False))
             await applied(engine, forma("second", discoverable=True))  # an update that makes it discoverable
             await discovered("stray-second")
-        finally:
-            await engine.stop()
 
     asyncio.run(scenario())
     found = datastore.get_resource_by_native_id("FAKE::Test::Item", "stray-second")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, make_engine, res, resource
+from support.engine import fake_forma, item, res, resource, run_with_engine
 from svc.datastore import Datastore
 from svc.engine import errors
 from svc.engine.engine import Engine
@@ -42,15 +42,7 @@ class Env:
         return fake_forma(self.cloud_path, list(resources), **kwargs)
 
     def run(self, scenario: Callable[[Engine], Awaitable[None]]) -> None:
-        async def main() -> None:
-            engine = make_engine(self.datastore, self.tmp_path / "engine.key")
-            await engine.start()
-            try:
-                await scenario(engine)
-            finally:
-                await engine.stop()
-
-        asyncio.run(main())
+        run_with_engine(self.datastore, self.tmp_path / "engine.key", scenario)
 
 
 # The embedded default and PostgreSQL (the Data API backend speaks PostgreSQL's dialect and has its own

@@ -6,7 +6,6 @@ resource in the forma goes through. A plain no-op reconcile, with nothing drifte
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, make_engine
+from support.engine import fake_forma, item, run_with_engine
 from svc.datastore import COMMAND_FIELDS, Datastore, parse_query
 from svc.engine import drift
 from svc.engine.engine import Engine
@@ -30,15 +29,7 @@ pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite"],
 
 
 def run(datastore: Datastore, tmp_path: Path, scenario: Callable[[Engine, Path], Awaitable[None]]) -> None:
-    async def main() -> None:
-        engine = make_engine(datastore, tmp_path / "engine.key")
-        await engine.start()
-        try:
-            await scenario(engine, tmp_path / "cloud.db")
-        finally:
-            await engine.stop()
-
-    asyncio.run(main())
+    run_with_engine(datastore, tmp_path / "engine.key", lambda engine: scenario(engine, tmp_path / "cloud.db"))
 
 
 def forma(cloud: Path, a: str) -> Forma:

@@ -5,7 +5,6 @@ made outside svc undone, secrets in plain text again), and the expirer's passes 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, make_engine, resource
+from support.engine import fake_forma, item, resource, run_with_engine
 from svc.datastore import Datastore, PolicyWrite
 from svc.engine.engine import Engine
 from svc.engine.expiry import StackExpirer
@@ -27,15 +26,7 @@ pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite"],
 
 
 def run(datastore: Datastore, tmp_path: Path, scenario: Callable[[Engine], Awaitable[None]]) -> None:
-    async def main() -> None:
-        engine = make_engine(datastore, tmp_path / "engine.key")
-        await engine.start()
-        try:
-            await scenario(engine)
-        finally:
-            await engine.stop()
-
-    asyncio.run(main())
+    run_with_engine(datastore, tmp_path / "engine.key", scenario)
 
 
 def with_policies(forma: Forma, *policies: dict[str, Any]) -> Forma:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, make_engine, resource
+from support.engine import fake_forma, item, resource, run_with_engine, running
 from svc.config import load_config
 from svc.datastore import Datastore, ResourceVersion, ResourceWrite
 from svc.engine.build import build_engine
@@ -32,15 +32,7 @@ pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite"],
 
 
 def run(datastore: Datastore, tmp_path: Path, scenario) -> None:  # type: ignore[no-untyped-def]
-    async def main() -> None:
-        engine = make_engine(datastore, tmp_path / "engine.key")
-        await engine.start()
-        try:
-            await scenario(engine)
-        finally:
-            await engine.stop()
-
-    asyncio.run(main())
+    run_with_engine(datastore, tmp_path / "engine.key", scenario)
 
 
 async def applied(engine: Engine, forma, mode: str = "reconcile", **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -224,8 +216,7 @@ def test_the_periodic_job_from_the_config_fires_by_itself(datastore: Datastore, 
     async def main() -> None:
         engine = build_engine(config, datastore, key_file=tmp_path / "engine.key", in_process=True)
         assert engine.jobs["synchronization"].interval == 1.0
-        await engine.start()
-        try:
+        async with running(engine):
             await applied(engine, fake_forma(cloud.path, [item("a", "1")]))
             cloud.set_property(native(cloud, "Value", "1"), "Value", "by hand")
             deadline = time.monotonic() + TIMEOUT
@@ -234,7 +225,5 @@ def test_the_periodic_job_from_the_config_fires_by_itself(datastore: Datastore, 
             while [(r.label, r.properties.get("Value")) for r in datastore.list_resources().items] != [("a", "by hand")]:
                 assert time.monotonic() < deadline, "no synchronization pass stored the change and evicted the item"
                 await asyncio.sleep(0.1)
-        finally:
-            await engine.stop()
 
     asyncio.run(main())

@@ -6,7 +6,10 @@ descriptors (extracted once from its Pkl schema package), so tests need no Pkl e
 
 from __future__ import annotations
 
+import asyncio
 import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,25 @@ def make_engine(datastore: Datastore, key_file: Path, *, retry: RetryPolicy = FA
     catalog = Catalog(frozenset({"FAKE"}), fake_schemas())
     settings = EngineSettings(retry=retry, plugins={"FAKE": PluginLimits(rate, max_in_flight, retry)})
     return Engine(datastore, {"FAKE": runner}, catalog, Sealer.from_file(key_file), settings)
+
+
+@asynccontextmanager
+async def running(engine: Engine) -> AsyncIterator[Engine]:
+    """The engine started, and stopped on the way out."""
+    await engine.start()
+    try:
+        yield engine
+    finally:
+        await engine.stop()
+
+
+def run_with_engine(datastore: Datastore, key_file: Path, scenario: Callable[[Engine], Awaitable[None]]) -> None:
+    """Runs ``scenario`` on a fresh event loop against a running ``make_engine`` engine."""
+    async def main() -> None:
+        async with running(make_engine(datastore, key_file)) as engine:
+            await scenario(engine)
+
+    asyncio.run(main())
 
 
 def res(label: str, type_: str, prop: str, stack: str = "app", *, opaque: bool = False) -> dict[str, Any]:
