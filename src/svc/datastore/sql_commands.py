@@ -44,16 +44,7 @@ def _command(row: sa.Row[Any]) -> CommandRecord:
 
 
 def _update(row: sa.Row[Any]) -> ResourceUpdateRecord:
-    m = row._mapping
-    return ResourceUpdateRecord(
-        command_id=m["command_id"], ksuid=m["ksuid"], operation=m["operation"], state=m["state"],
-        resource_type=m["resource_type"], resource_label=m["resource_label"], stack_label=m["stack_label"],
-        start_ts=m["start_ts"], modified_ts=m["modified_ts"], version=m["version"], group_id=m["group_id"],
-        is_cascade=bool(m["is_cascade"]), cascade_source=m["cascade_source"], data=m["data"],
-    )
-
-
-def _summary(row: sa.Row[Any]) -> ResourceUpdateRecord:
+    """A full row, or a summary's (whose data is NULL unless the update failed)."""
     m = row._mapping
     return ResourceUpdateRecord(
         command_id=m["command_id"], ksuid=m["ksuid"], operation=m["operation"], state=m["state"],
@@ -203,7 +194,7 @@ class CommandStore(SqlBase):
             statement = statement.where(u.c.modified_ts >= modified_since)
         with self.read() as conn:
             return paginate(conn, statement, list_name=f"update-summaries:{command_id}", order=_UPDATE_ORDER,
-                            cursor=cursor, limit=limit, convert=_summary)
+                            cursor=cursor, limit=limit, convert=_update)
 
     def set_resource_update_state(self, command_id: str, ksuid: str, operation: str, state: str, *,
                                   version: str | None = None, data: dict[str, Any] | None = None,
