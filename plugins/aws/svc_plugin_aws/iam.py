@@ -99,6 +99,19 @@ class Principal:
         for name in sorted(set(current) - set(desired)):
             self._call("delete_{kind}_policy")(PolicyName=name, **self._key)
 
+    # -- both, as the properties ``ManagedPolicyArns`` and ``Policies`` --------------------------------------------
+
+    def policy_properties(self) -> Json:
+        """Both kinds of policy as read back (None where there are none)."""
+        return {"ManagedPolicyArns": self.managed_policy_arns() or None, "Policies": self.inline_policies() or None}
+
+    def set_policy_properties(self, properties: Json, wanted: Callable[[str], bool] = lambda _: True) -> None:
+        """Makes the policies what ``properties`` say: inline, then managed, each only if ``wanted`` names it."""
+        if wanted("Policies"):
+            self.set_inline_policies(properties.get("Policies"))
+        if wanted("ManagedPolicyArns"):
+            self.set_managed_policies(properties.get("ManagedPolicyArns"))
+
     def strip(self) -> None:
         """Detaches every managed policy and deletes every inline one: IAM deletes no entity that has any."""
         self.set_managed_policies([])

@@ -25,18 +25,14 @@ class Group(Handler):
         name = properties.get("GroupName") or generated(label, max_length=128, allowed=r"\w+=,.@-")
         iam.create_group(**compact({"GroupName": name, "Path": properties.get("Path")}))
         with undone_on_failure(f"group {name}", lambda: self.delete(aws, name)):
-            group = Principal(iam, "group", name)
-            group.set_inline_policies(properties.get("Policies"))
-            group.set_managed_policies(properties.get("ManagedPolicyArns"))
+            Principal(iam, "group", name).set_policy_properties(properties)
         return name
 
     def read(self, aws: Aws, native_id: str) -> Json | None:
         iam = aws.client("iam")
         try:
             group = iam.get_group(GroupName=native_id, MaxItems=1)["Group"]
-            principal = Principal(iam, "group", native_id)
-            managed = principal.managed_policy_arns()
-            inline = principal.inline_policies()
+            policies = Principal(iam, "group", native_id).policy_properties()
         except ClientError as error:
             if is_not_found(error):
                 return None
@@ -45,19 +41,14 @@ class Group(Handler):
             "GroupName": group["GroupName"],
             "Arn": group["Arn"],
             "Path": group["Path"],
-            "ManagedPolicyArns": managed or None,
-            "Policies": inline or None,
+            **policies,
         })
 
     def update(self, aws: Aws, change: Change) -> None:
         iam = aws.client("iam")
-        group = Principal(iam, "group", change.native_id)
         if change.wants("Path"):
             iam.update_group(GroupName=change.native_id, NewPath=change.desired.get("Path") or "/")
-        if change.wants("Policies"):
-            group.set_inline_policies(change.desired.get("Policies"))
-        if change.wants("ManagedPolicyArns"):
-            group.set_managed_policies(change.desired.get("ManagedPolicyArns"))
+        Principal(iam, "group", change.native_id).set_policy_properties(change.desired, change.wants)
 
     def delete(self, aws: Aws, native_id: str) -> None:
         iam = aws.client("iam")

@@ -38,18 +38,14 @@ class Role(Handler):
             "Tags": tag_list(properties) or None,
         }))
         with undone_on_failure(f"role {name}", lambda: self.delete(aws, name)):
-            role = Principal(iam, "role", name)
-            role.set_inline_policies(properties.get("Policies"))
-            role.set_managed_policies(properties.get("ManagedPolicyArns"))
+            Principal(iam, "role", name).set_policy_properties(properties)
         return name
 
     def read(self, aws: Aws, native_id: str) -> Json | None:
         iam = aws.client("iam")
         try:
             role = iam.get_role(RoleName=native_id)["Role"]
-            principal = Principal(iam, "role", native_id)
-            managed = principal.managed_policy_arns()
-            inline = principal.inline_policies()
+            policies = Principal(iam, "role", native_id).policy_properties()
         except ClientError as error:
             if is_not_found(error):
                 return None
@@ -63,8 +59,7 @@ class Role(Handler):
             "Description": role.get("Description") or None,
             "MaxSessionDuration": role.get("MaxSessionDuration", DEFAULT_SESSION_SECONDS),
             "PermissionsBoundary": (role.get("PermissionsBoundary") or {}).get("PermissionsBoundaryArn"),
-            "ManagedPolicyArns": managed or None,
-            "Policies": inline or None,
+            **policies,
             "Tags": tags.normalized(role.get("Tags")),
         })
 
@@ -86,11 +81,7 @@ class Role(Handler):
                 iam.put_role_permissions_boundary(RoleName=name, PermissionsBoundary=desired["PermissionsBoundary"])
             else:
                 iam.delete_role_permissions_boundary(RoleName=name)
-        role = Principal(iam, "role", name)
-        if change.wants("Policies"):
-            role.set_inline_policies(desired.get("Policies"))
-        if change.wants("ManagedPolicyArns"):
-            role.set_managed_policies(desired.get("ManagedPolicyArns"))
+        Principal(iam, "role", name).set_policy_properties(desired, change.wants)
         if change.wants("Tags"):
             current = iam.get_role(RoleName=name)["Role"].get("Tags")
             retag(current, desired.get("Tags"), lambda t: iam.tag_role(RoleName=name, Tags=t),
