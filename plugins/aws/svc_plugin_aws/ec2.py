@@ -12,12 +12,14 @@ from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
 
 
-def tag_specifications(resource_type: str, properties: Json) -> list[Json]:
-    """``TagSpecifications`` for a create call: the resource is tagged the moment it exists."""
+def tagged(resource_type: str, properties: Json) -> Json:
+    """The ``TagSpecifications`` argument of a create call (none without tags): the resource is tagged the moment
+    it exists."""
     wanted = tags.to_map(properties.get("Tags"))
     if not wanted:
-        return []
-    return [{"ResourceType": resource_type, "Tags": [{"Key": k, "Value": v} for k, v in sorted(wanted.items())]}]
+        return {}
+    return {"TagSpecifications": [{"ResourceType": resource_type,
+                                   "Tags": [{"Key": k, "Value": v} for k, v in sorted(wanted.items())]}]}
 
 
 def update_tags(ec2: Any, resource_id: str, current: list[Json] | None, desired: list[Json] | None) -> None:

@@ -16,9 +16,7 @@ class InternetGateway(Handler):
     type_name = "AWS::EC2::InternetGateway"
 
     def create(self, aws: Aws, label: str, properties: Json) -> str:
-        specifications = ec2.tag_specifications("internet-gateway", properties)
-        answer = aws.client("ec2").create_internet_gateway(
-            **({"TagSpecifications": specifications} if specifications else {}))
+        answer = aws.client("ec2").create_internet_gateway(**ec2.tagged("internet-gateway", properties))
         return answer["InternetGateway"]["InternetGatewayId"]
 
     def read(self, aws: Aws, native_id: str) -> Json | None:

@@ -18,9 +18,7 @@ class RouteTable(Handler):
 
     def create(self, aws: Aws, label: str, properties: Json) -> str:
         request: dict[str, Any] = {"VpcId": properties.get("VpcId")}
-        specifications = ec2.tag_specifications("route-table", properties)
-        if specifications:
-            request["TagSpecifications"] = specifications
+        request.update(ec2.tagged("route-table", properties))
         return aws.client("ec2").create_route_table(**request)["RouteTable"]["RouteTableId"]
 
     def read(self, aws: Aws, native_id: str) -> Json | None:

@@ -24,9 +24,7 @@ class SecurityGroup(Handler):
             "Description": properties.get("GroupDescription"),
             "VpcId": properties.get("VpcId"),
         })
-        specifications = ec2.tag_specifications("security-group", properties)
-        if specifications:
-            request["TagSpecifications"] = specifications
+        request.update(ec2.tagged("security-group", properties))
         return aws.client("ec2").create_security_group(**request)["GroupId"]
 
     def read(self, aws: Aws, native_id: str) -> Json | None:

@@ -28,9 +28,7 @@ class Subnet(Handler):
             "Ipv6Native": properties.get("Ipv6Native"),
             "OutpostArn": properties.get("OutpostArn"),
         })
-        specifications = ec2.tag_specifications("subnet", properties)
-        if specifications:
-            request["TagSpecifications"] = specifications
+        request.update(ec2.tagged("subnet", properties))
         subnet_id = client.create_subnet(**request)["Subnet"]["SubnetId"]
         for key in _BOOLEAN_ATTRIBUTES:
             if properties.get(key):  # all three are false on a new subnet

@@ -25,9 +25,7 @@ class VPC(Handler):
             "Ipv4IpamPoolId": properties.get("Ipv4IpamPoolId"),
             "Ipv4NetmaskLength": properties.get("Ipv4NetmaskLength"),
         })
-        specifications = ec2.tag_specifications("vpc", properties)
-        if specifications:
-            request["TagSpecifications"] = specifications
+        request.update(ec2.tagged("vpc", properties))
         vpc_id = client.create_vpc(**request)["Vpc"]["VpcId"]
         # One attribute per call (EC2's rule); DNS support before hostnames, which need it.
         for key in ("EnableDnsSupport", "EnableDnsHostnames"):
