@@ -15,19 +15,13 @@ from svc_plugin_aws.errors import is_not_found
 def tagged(resource_type: str, properties: Json) -> Json:
     """The ``TagSpecifications`` argument of a create call (none without tags): the resource is tagged the moment
     it exists."""
-    wanted = tags.to_map(properties.get("Tags"))
-    if not wanted:
-        return {}
-    return {"TagSpecifications": [{"ResourceType": resource_type,
-                                   "Tags": [{"Key": k, "Value": v} for k, v in sorted(wanted.items())]}]}
+    listed = tags.listed(properties)
+    return {"TagSpecifications": [{"ResourceType": resource_type, "Tags": listed}]} if listed else {}
 
 
 def update_tags(ec2: Any, resource_id: str, current: list[Json] | None, desired: list[Json] | None) -> None:
-    to_set, to_remove = tags.difference(tags.to_map(current), tags.to_map(desired))
-    if to_set:
-        ec2.create_tags(Resources=[resource_id], Tags=[{"Key": k, "Value": v} for k, v in sorted(to_set.items())])
-    if to_remove:
-        ec2.delete_tags(Resources=[resource_id], Tags=[{"Key": k} for k in to_remove])
+    tags.retag(current, desired, lambda t: ec2.create_tags(Resources=[resource_id], Tags=t),
+               lambda keys: ec2.delete_tags(Resources=[resource_id], Tags=[{"Key": k} for k in keys]))
 
 
 def describe_one(call: Any, ids_parameter: str, native_id: str, result_key: str) -> Json | None:

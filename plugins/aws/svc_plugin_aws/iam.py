@@ -17,7 +17,6 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from svc.plugins.sdk import ErrorCode, Json, PluginError
-from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found, message_of
 
 
@@ -117,17 +116,3 @@ class Principal:
         self.set_managed_policies([])
         self.set_inline_policies([])
 
-
-def tag_list(properties: Json, key: str = "Tags") -> list[dict[str, str]]:
-    """The forma's tags in the form every IAM create call takes (``[]`` when none)."""
-    return [{"Key": k, "Value": v} for k, v in sorted(tags.to_map(properties.get(key)).items())]
-
-
-def retag(current: list[dict[str, str]] | None, wanted: list[dict[str, str]] | None,
-          tag: Callable[[list[dict[str, str]]], Any], untag: Callable[[list[str]], Any]) -> None:
-    """Brings an entity's tags from ``current`` to ``wanted`` with its own tag and untag calls."""
-    to_set, to_remove = tags.difference(tags.to_map(current), tags.to_map(wanted))
-    if to_set:
-        tag([{"Key": k, "Value": v} for k, v in sorted(to_set.items())])
-    if to_remove:
-        untag(to_remove)

@@ -82,8 +82,7 @@ class Table(Handler):
                 if stream else None,
                 "TableClass": properties.get("TableClass"),
                 "DeletionProtectionEnabled": properties.get("DeletionProtectionEnabled"),
-                "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.to_map(properties.get("Tags")).items())]
-                or None,
+                "Tags": tags.listed(properties) or None,
             }))
         except ClientError as error:
             raise _in_use(ddb, name, error) from None
@@ -177,11 +176,8 @@ class Table(Handler):
             arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
             current = [tag for page in ddb.get_paginator("list_tags_of_resource").paginate(ResourceArn=arn)
                        for tag in page.get("Tags", [])]
-            to_set, to_remove = tags.difference(tags.to_map(current), tags.to_map(desired.get("Tags")))
-            if to_set:
-                ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": k, "Value": v} for k, v in sorted(to_set.items())])
-            if to_remove:
-                ddb.untag_resource(ResourceArn=arn, TagKeys=to_remove)
+            tags.retag(current, desired.get("Tags"), lambda t: ddb.tag_resource(ResourceArn=arn, Tags=t),
+                       lambda keys: ddb.untag_resource(ResourceArn=arn, TagKeys=keys))
 
     def delete(self, aws: Aws, native_id: str) -> None:
         ddb = aws.client("dynamodb")

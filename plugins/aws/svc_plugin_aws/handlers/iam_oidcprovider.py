@@ -11,7 +11,6 @@ from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
 from svc_plugin_aws.handler import Change, Handler, compact, register
-from svc_plugin_aws.iam import retag, tag_list
 from svc_plugin_aws.session import Aws
 
 
@@ -24,7 +23,7 @@ class OIDCProvider(Handler):
             "Url": properties["Url"],
             "ClientIDList": properties.get("ClientIdList") or [],
             "ThumbprintList": properties.get("ThumbprintList") or None,
-            "Tags": tag_list(properties) or None,
+            "Tags": tags.listed(properties) or None,
         }))
         return str(answer["OpenIDConnectProviderArn"])
 
@@ -59,7 +58,7 @@ class OIDCProvider(Handler):
                                                            ThumbprintList=desired["ThumbprintList"])
         if change.wants("Tags"):
             current_tags = iam.get_open_id_connect_provider(OpenIDConnectProviderArn=arn).get("Tags")
-            retag(current_tags, desired.get("Tags"),
+            tags.retag(current_tags, desired.get("Tags"),
                   lambda t: iam.tag_open_id_connect_provider(OpenIDConnectProviderArn=arn, Tags=t),
                   lambda keys: iam.untag_open_id_connect_provider(OpenIDConnectProviderArn=arn, TagKeys=keys))
 

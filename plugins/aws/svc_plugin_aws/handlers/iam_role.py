@@ -11,7 +11,7 @@ from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
 from svc_plugin_aws.handler import Change, Handler, compact, register
-from svc_plugin_aws.iam import Principal, document_text, retag, tag_list
+from svc_plugin_aws.iam import Principal, document_text
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.rollback import undone_on_failure
 from svc_plugin_aws.session import Aws
@@ -35,7 +35,7 @@ class Role(Handler):
             "MaxSessionDuration": properties.get("MaxSessionDuration"),
             "Path": properties.get("Path"),
             "PermissionsBoundary": properties.get("PermissionsBoundary"),
-            "Tags": tag_list(properties) or None,
+            "Tags": tags.listed(properties) or None,
         }))
         with undone_on_failure(f"role {name}", lambda: self.delete(aws, name)):
             Principal(iam, "role", name).set_policy_properties(properties)
@@ -84,7 +84,7 @@ class Role(Handler):
         Principal(iam, "role", name).set_policy_properties(desired, change.wants)
         if change.wants("Tags"):
             current = iam.get_role(RoleName=name)["Role"].get("Tags")
-            retag(current, desired.get("Tags"), lambda t: iam.tag_role(RoleName=name, Tags=t),
+            tags.retag(current, desired.get("Tags"), lambda t: iam.tag_role(RoleName=name, Tags=t),
                   lambda keys: iam.untag_role(RoleName=name, TagKeys=keys))
 
     def delete(self, aws: Aws, native_id: str) -> None:

@@ -11,7 +11,6 @@ from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
 from svc_plugin_aws.handler import Change, Handler, compact, register
-from svc_plugin_aws.iam import retag, tag_list
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -24,7 +23,7 @@ class SAMLProvider(Handler):
         answer = aws.client("iam").create_saml_provider(**compact({
             "Name": properties.get("Name") or generated(label, max_length=128, allowed=r"\w.-"),
             "SAMLMetadataDocument": properties["SamlMetadataDocument"],
-            "Tags": tag_list(properties) or None,
+            "Tags": tags.listed(properties) or None,
         }))
         return str(answer["SAMLProviderArn"])
 
@@ -48,7 +47,7 @@ class SAMLProvider(Handler):
         if change.wants("SamlMetadataDocument"):
             iam.update_saml_provider(SAMLProviderArn=arn, SAMLMetadataDocument=change.desired["SamlMetadataDocument"])
         if change.wants("Tags"):
-            retag(iam.get_saml_provider(SAMLProviderArn=arn).get("Tags"), change.desired.get("Tags"),
+            tags.retag(iam.get_saml_provider(SAMLProviderArn=arn).get("Tags"), change.desired.get("Tags"),
                   lambda t: iam.tag_saml_provider(SAMLProviderArn=arn, Tags=t),
                   lambda keys: iam.untag_saml_provider(SAMLProviderArn=arn, TagKeys=keys))
 

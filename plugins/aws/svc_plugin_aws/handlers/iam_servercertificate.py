@@ -11,7 +11,6 @@ from svc.plugins.sdk import ErrorCode, Json, PluginError
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
 from svc_plugin_aws.handler import Change, Handler, compact, register
-from svc_plugin_aws.iam import retag, tag_list
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -30,7 +29,7 @@ class ServerCertificate(Handler):
             "PrivateKey": properties["PrivateKey"],
             "CertificateChain": properties.get("CertificateChain"),
             "Path": properties.get("Path"),
-            "Tags": tag_list(properties) or None,
+            "Tags": tags.listed(properties) or None,
         }))
         return name
 
@@ -59,7 +58,7 @@ class ServerCertificate(Handler):
             iam.update_server_certificate(ServerCertificateName=name, NewPath=change.desired.get("Path") or "/")
         if change.wants("Tags"):
             current = iam.get_server_certificate(ServerCertificateName=name)["ServerCertificate"].get("Tags")
-            retag(current, change.desired.get("Tags"),
+            tags.retag(current, change.desired.get("Tags"),
                   lambda t: iam.tag_server_certificate(ServerCertificateName=name, Tags=t),
                   lambda keys: iam.untag_server_certificate(ServerCertificateName=name, TagKeys=keys))
 

@@ -156,10 +156,8 @@ class Bucket(Handler):
             else:
                 s3.delete_bucket_encryption(Bucket=name)
         if "Tags" in keys:
-            wanted = tags.to_map(properties.get("Tags"))
-            if wanted:
-                s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": [{"Key": k, "Value": v}
-                                                                       for k, v in sorted(wanted.items())]})
+            if listed := tags.listed(properties):
+                s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": listed})
             else:
                 s3.delete_bucket_tagging(Bucket=name)
 

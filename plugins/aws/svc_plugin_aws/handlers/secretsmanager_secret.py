@@ -38,7 +38,7 @@ class Secret(Handler):
             "Description": properties.get("Description"),
             "KmsKeyId": properties.get("KmsKeyId"),
             "SecretString": _value(sm, properties),
-            "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.to_map(properties.get("Tags")).items())] or None,
+            "Tags": tags.listed(properties) or None,
         }))
         return str(answer["ARN"])
 
@@ -75,12 +75,9 @@ class Secret(Handler):
             if value is not None:  # a value taken out of the forma stays in AWS: a secret cannot be emptied
                 sm.put_secret_value(SecretId=arn, SecretString=value)
         if change.wants("Tags"):
-            current = tags.to_map(sm.describe_secret(SecretId=arn).get("Tags"))
-            to_set, to_remove = tags.difference(current, tags.to_map(desired.get("Tags")))
-            if to_set:
-                sm.tag_resource(SecretId=arn, Tags=[{"Key": k, "Value": v} for k, v in sorted(to_set.items())])
-            if to_remove:
-                sm.untag_resource(SecretId=arn, TagKeys=to_remove)
+            tags.retag(sm.describe_secret(SecretId=arn).get("Tags"), desired.get("Tags"),
+                       lambda t: sm.tag_resource(SecretId=arn, Tags=t),
+                       lambda keys: sm.untag_resource(SecretId=arn, TagKeys=keys))
 
     def delete(self, aws: Aws, native_id: str) -> None:
         # At once, not after a recovery window: a replaced secret's name must be free for its successor.

@@ -47,9 +47,8 @@ class Topic(Handler):
         if fifo:
             attributes["FifoTopic"] = "true"
         request: dict[str, Any] = {"Name": name, "Attributes": attributes}
-        wanted = tags.to_map(properties.get("Tags"))
-        if wanted:
-            request["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(wanted.items())]
+        if listed := tags.listed(properties):
+            request["Tags"] = listed
         sns = aws.client("sns")
         arn = sns.create_topic(**request)["TopicArn"]
         for subscription in properties.get("Subscription") or []:
@@ -99,12 +98,9 @@ class Topic(Handler):
             for protocol, endpoint in sorted(wanted - have):
                 sns.subscribe(TopicArn=arn, Protocol=protocol, Endpoint=endpoint)
         if change.wants("Tags"):
-            current_tags = tags.to_map(sns.list_tags_for_resource(ResourceArn=arn).get("Tags"))
-            to_set, to_remove = tags.difference(current_tags, tags.to_map(change.desired.get("Tags")))
-            if to_set:
-                sns.tag_resource(ResourceArn=arn, Tags=[{"Key": k, "Value": v} for k, v in sorted(to_set.items())])
-            if to_remove:
-                sns.untag_resource(ResourceArn=arn, TagKeys=to_remove)
+            tags.retag(sns.list_tags_for_resource(ResourceArn=arn).get("Tags"), change.desired.get("Tags"),
+                       lambda t: sns.tag_resource(ResourceArn=arn, Tags=t),
+                       lambda keys: sns.untag_resource(ResourceArn=arn, TagKeys=keys))
 
     def delete(self, aws: Aws, native_id: str) -> None:
         sns = aws.client("sns")
