@@ -11,7 +11,7 @@ The plugin changes it through the operations; tests read and change it out of ba
 * ``in_progress`` ``{"polls": N, "ops": [...]}`` mutating calls answer InProgress; Status answers InProgress
                   N times before the operation completes.
 
-Every write is one ``BEGIN IMMEDIATE`` transaction, so concurrent plugin threads (and a test poking the
+Every write is one ``BEGIN IMMEDIATE`` transaction, so concurrent writers (the plugin, a test poking the
 file) never see half an operation, and a process killed mid-call leaves either all of it or nothing.
 """
 

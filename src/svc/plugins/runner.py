@@ -180,12 +180,15 @@ class InProcessRunner:
 
     def __post_init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=self.max_threads, thread_name_prefix=f"plugin-{self.namespace}")
-        # Start every worker now: the pool otherwise starts one per call while none is idle, and each start
-        # blocks the event loop until the new thread runs (~1 ms under load), in the middle of a command.
-        barrier = threading.Barrier(self.max_threads + 1, timeout=10)
-        for _ in range(self.max_threads):
-            self._pool.submit(_rendezvous, barrier)
-        _rendezvous(barrier)
+        methods = [getattr(self.plugin, operation.value.lower(), None) for operation in Operation]
+        if any(callable(method) and not inspect.iscoroutinefunction(method) for method in methods):
+            # Start every worker now: the pool otherwise starts one per call while none is idle, and each start
+            # blocks the event loop until the new thread runs (~1 ms under load), in the middle of a command. A
+            # plugin whose operations are all coroutines never uses the pool.
+            barrier = threading.Barrier(self.max_threads + 1, timeout=10)
+            for _ in range(self.max_threads):
+                self._pool.submit(_rendezvous, barrier)
+            _rendezvous(barrier)
         configure = getattr(self.plugin, "configure", None)
         if callable(configure):
             configure(dict(self.plugin_config))
