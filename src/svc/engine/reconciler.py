@@ -188,7 +188,7 @@ def _with_secrets(store: Datastore, sealer: Sealer, stack: str, versions: dict[s
                   ) -> dict[str, Json]:
     """The properties of ``versions`` that hold stored secret hashes, with the secrets in plain text, taken
     from the newest change of the resource (sealed in its update) whose secrets hash to the same values."""
-    missing = {k: dict(v.properties) for k, v in versions.items() if _hashed(dict(v.properties))}
+    missing = {k: dict(v.properties) for k, v in versions.items() if values.contains_hash(dict(v.properties))}
     found: dict[str, Json] = {}
     if not missing:
         return found
@@ -205,19 +205,11 @@ def _with_secrets(store: Datastore, sealer: Sealer, stack: str, versions: dict[s
             plain = change.desired or {}
             restored = _restore(missing[record.ksuid], plain,
                                 values.hash_secrets(plain, opaque_fields_of(change.schema)))
-            if not _hashed(restored):
+            if not values.contains_hash(restored):
                 found[record.ksuid] = restored
         if len(found) == len(missing):
             break
     return found
-
-
-def _hashed(value: Any) -> bool:
-    if isinstance(value, dict):
-        return bool(value.get("$hashed")) or any(_hashed(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_hashed(v) for v in value)
-    return False
 
 
 def _restore(stored: Any, plain: Any, hashed: Any) -> Any:
