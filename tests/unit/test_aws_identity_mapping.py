@@ -8,8 +8,9 @@ import urllib.parse
 import pytest
 from botocore.exceptions import ClientError
 from svc_plugin_aws.errors import code_of
-from svc_plugin_aws.iam import document_object, document_text, retag, send, tag_list
+from svc_plugin_aws.iam import document_object, document_text, send
 from svc_plugin_aws.rollback import undone_on_failure
+from svc_plugin_aws.tags import listed, retag
 
 from svc.plugins.sdk import ErrorCode
 
@@ -34,9 +35,9 @@ def test_documents_are_sent_as_given_text_or_compact_json() -> None:
 
 
 def test_tags_for_create_calls_are_sorted_and_never_none() -> None:
-    assert tag_list({"Tags": [{"Key": "b", "Value": "2"}, {"Key": "a", "Value": "1"}]}) == [
+    assert listed({"Tags": [{"Key": "b", "Value": "2"}, {"Key": "a", "Value": "1"}]}) == [
         {"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}]
-    assert tag_list({}) == []
+    assert listed({}) == []
 
 
 def test_retag_sets_changed_tags_and_removes_gone_ones_but_never_aws_tags() -> None:
