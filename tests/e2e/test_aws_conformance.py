@@ -7,14 +7,12 @@ agent (the AWS plugin in its own process) and the real CLI; the discovery and ex
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from support.aws import isolated_aws_home
+from support.aws import isolated_aws_home, run_id
 from support.aws_conformance import CASES
 from support.conformance import Bench, bench, discovery_phase, extract_phase, run_conformance
 from support.moto import moto_server
@@ -35,25 +33,19 @@ def shared(aws_world: tuple[str, Path]) -> Iterator[Bench]:
         yield b
 
 
-def _run_id() -> str:
-    return f"svc-{secrets.token_hex(3)}"
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_aws_crud_conformance(name: str, aws_world: tuple[str, Path], shared: Bench) -> None:
     url, directory = aws_world
-    run_conformance(CASES[name](url, _run_id()), directory, shared)
+    run_conformance(CASES[name](url, run_id()), directory, shared)
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_aws_discovery_conformance(name: str, aws_world: tuple[str, Path], shared: Bench) -> None:
     url, directory = aws_world
-    case = CASES[name](url, _run_id())
-    discovery_phase(replace(case, stack=f"{case.stack}-discovery"), directory, shared)
+    discovery_phase(CASES[name](url, run_id()), directory, shared)
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_aws_extract_conformance(name: str, aws_world: tuple[str, Path], shared: Bench) -> None:
     url, directory = aws_world
-    case = CASES[name](url, _run_id())
-    extract_phase(replace(case, stack=f"{case.stack}-extract"), directory, shared)
+    extract_phase(CASES[name](url, run_id()), directory, shared)

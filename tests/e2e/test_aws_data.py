@@ -6,14 +6,13 @@ A secret's value (``SecretString``) reaches AWS, and is never stored, logged or 
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from support.aws import boto_client, isolated_aws_home
+from support.aws import boto_client, isolated_aws_home, run_id
 from support.aws_data_cases import DATA_CASES, secret_value
 from support.conformance import Bench, bench, discovery_phase, extract_phase, run_conformance
 from support.moto import moto_server
@@ -34,33 +33,27 @@ def shared(world: tuple[str, Path]) -> Iterator[Bench]:
         yield b
 
 
-def _run_id() -> str:
-    return f"svc-{secrets.token_hex(3)}"
-
-
 @pytest.mark.parametrize("name", DATA_CASES)
 def test_aws_data_crud_conformance(name: str, world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    run_conformance(DATA_CASES[name](url, _run_id()), directory, shared)
+    run_conformance(DATA_CASES[name](url, run_id()), directory, shared)
 
 
 @pytest.mark.parametrize("name", DATA_CASES)
 def test_aws_data_discovery_conformance(name: str, world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    case = DATA_CASES[name](url, _run_id())
-    discovery_phase(replace(case, stack=f"{case.stack}-discovery"), directory, shared)
+    discovery_phase(DATA_CASES[name](url, run_id()), directory, shared)
 
 
 @pytest.mark.parametrize("name", DATA_CASES)
 def test_aws_data_extract_conformance(name: str, world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    case = DATA_CASES[name](url, _run_id())
-    extract_phase(replace(case, stack=f"{case.stack}-extract"), directory, shared)
+    extract_phase(DATA_CASES[name](url, run_id()), directory, shared)
 
 
 def test_secret_string_reaches_aws_and_is_never_in_plain_text(world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    run = _run_id()
+    run = run_id()
     case = DATA_CASES["secretsmanager-secret"](url, run)
     b = replace(shared, case=replace(case, stack=f"{case.stack}-secrets"))
     sm = boto_client(url, "secretsmanager")

@@ -8,14 +8,13 @@ A server certificate's private key is never stored, logged or answered in plain 
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from support.aws import isolated_aws_home
+from support.aws import isolated_aws_home, run_id
 from support.aws_identity_cases import IDENTITY_CASES, private_key
 from support.conformance import Bench, bench, discovery_phase, extract_phase, run_conformance
 from support.moto import moto_server
@@ -36,33 +35,27 @@ def shared(world: tuple[str, Path]) -> Iterator[Bench]:
         yield b
 
 
-def _run_id() -> str:
-    return f"svc-{secrets.token_hex(3)}"
-
-
 @pytest.mark.parametrize("name", IDENTITY_CASES)
 def test_aws_identity_crud_conformance(name: str, world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    run_conformance(IDENTITY_CASES[name](url, _run_id()), directory, shared)
+    run_conformance(IDENTITY_CASES[name](url, run_id()), directory, shared)
 
 
 @pytest.mark.parametrize("name", IDENTITY_CASES)
 def test_aws_identity_discovery_conformance(name: str, world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    case = IDENTITY_CASES[name](url, _run_id())
-    discovery_phase(replace(case, stack=f"{case.stack}-discovery"), directory, shared)
+    discovery_phase(IDENTITY_CASES[name](url, run_id()), directory, shared)
 
 
 @pytest.mark.parametrize("name", IDENTITY_CASES)
 def test_aws_identity_extract_conformance(name: str, world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    case = IDENTITY_CASES[name](url, _run_id())
-    extract_phase(replace(case, stack=f"{case.stack}-extract"), directory, shared)
+    extract_phase(IDENTITY_CASES[name](url, run_id()), directory, shared)
 
 
 def test_private_key_is_never_in_plain_text(world: tuple[str, Path], shared: Bench) -> None:
     url, directory = world
-    run = _run_id()
+    run = run_id()
     case = IDENTITY_CASES["iam-servercertificate"](url, run)
     b = replace(shared, case=replace(case, stack=f"{case.stack}-secrets"))
     outputs = [b.apply("base").stdout, b.apply("replace").stdout]

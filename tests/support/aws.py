@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,11 @@ import pytest
 # Variables that would let the developer's own AWS setup (profile, region, retry policy) leak into a test.
 _LEAKY = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_RETRY_MODE",
           "AWS_MAX_ATTEMPTS")
+
+
+def run_id() -> str:
+    """A fresh prefix for the AWS names one test makes, so that cases sharing a moto server never collide."""
+    return f"svc-{secrets.token_hex(3)}"
 
 
 @contextmanager

@@ -194,10 +194,11 @@ def _subset(actual: Json | None, expected: Json) -> bool:
 # -- the phases -----------------------------------------------------------------------------------------------
 
 @contextmanager
-def _bench_for(case: Case, directory: Path, shared: Bench | None) -> Iterator[Bench]:
-    """The shared bench (one agent for a module's cases) with this case, or an agent of the case's own."""
+def _bench_for(case: Case, directory: Path, shared: Bench | None, stack_suffix: str = "") -> Iterator[Bench]:
+    """The shared bench (one agent for a module's cases) with this case, or an agent of the case's own. On a
+    shared bench, a phase that runs besides the case's CRUD phases (``stack_suffix``) gets a stack of its own."""
     if shared is not None:
-        yield replace(shared, case=case)
+        yield replace(shared, case=replace(case, stack=f"{case.stack}{stack_suffix}") if stack_suffix else case)
         return
     with bench(case, directory) as own:
         yield own
@@ -298,7 +299,8 @@ def discovery_phase(case: Case, directory: Path, shared: Bench | None = None) ->
     """The resource is created out of band (through the plugin), ``POST /api/v1/admin/discover`` finds it and
     stores it unmanaged in ``$unmanaged`` with its type and properties; a forma that declares it (``alias`` =
     its discovered label) then adopts it in place: same native id, nothing created."""
-    with _bench_for(case, directory, shared) as b:
+    with _bench_for(case, directory, shared, "-discovery") as b:
+        case = b.case  # on its own stack when the bench is shared
         with phase("discovery"):
             native_id = _create_out_of_band(b)
             targets = directory / f"{case.id}-targets.pkl"  # the target alone: a stack without resources is refused
@@ -362,7 +364,8 @@ def extract_phase(case: Case, directory: Path, shared: Bench | None = None) -> N
     (``svc eval``) to the same resource, and a reconcile of it plans no changes, simulated and for real (what
     the provider filled in, such as defaults, is written out; secrets and write-only fields are handled so
     that nothing differs)."""
-    with _bench_for(case, directory, shared) as b:
+    with _bench_for(case, directory, shared, "-extract") as b:
+        case = b.case  # on its own stack when the bench is shared
         with phase("extract"):
             b.apply("base")
             extracted = directory / f"{case.id}-extracted.pkl"
