@@ -37,7 +37,7 @@ def independent_items(count: int) -> str:
 def test_killing_the_plugin_mid_apply_restarts_it_and_the_command_completes_once(world: World) -> None:
     before = plugin_info(world, "FAKE")
     assert before["loadStatus"] == "running" and before["process"]["restarts"] == 0
-    world.cloud.set_knob("latency", {"create": 1.0})  # every create is in flight for a second
+    world.cloud.set_knob("hang", {"ops": ["create"]})  # every create is held in flight before it acts
     command_id = submit(world, world.forma(independent_items(6)))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -48,6 +48,7 @@ def test_killing_the_plugin_mid_apply_restarts_it_and_the_command_completes_once
     else:
         raise AssertionError(f"the creates never got in flight: {states}")
     os.kill(before["process"]["pid"], signal.SIGKILL)
+    world.cloud.clear_knobs("hang")
 
     final = world.wait_terminal(command_id, timeout=60)
     assert final["State"] == "Success", final

@@ -54,6 +54,14 @@ def test_the_first_poll_answers_at_once_then_the_agent_holds_each_answer(clock: 
     assert clock.slept == []  # the agent did the waiting
 
 
+def test_a_follower_with_nothing_to_show_waits_from_the_first_poll(clock: Clock) -> None:
+    """``--wait`` and the line output: a command shorter than the pause is asked about once, after its end, so the
+    poll costs its execution nothing."""
+    poll, fetch = watch._Poll(at_once=False), agent(clock, honours_wait=True, work=0.0, ends_after=0.1)
+    assert poll(fetch)["State"] == "Success"
+    assert fetch.asked == [0.25] and clock.now == pytest.approx(0.1)
+
+
 def test_the_end_is_seen_when_it_happens_not_a_pause_later(clock: Clock) -> None:
     poll, fetch = watch._Poll(), agent(clock, honours_wait=True, work=0.0, ends_after=0.1)
     assert poll(fetch)["State"] == "InProgress"

@@ -1,4 +1,4 @@
-"""The FAKE plugin: the six operations over a ``FakeCloud`` file, with the knobs applied first.
+"""The FAKE plugin: the six operations over a ``FakeCloud`` file, under the knobs (``_gate``).
 
 Every mutating call is idempotent by ``ctx.request_token``: the operation is stored under the token in
 the same transaction as its effect, so a repeated token returns the first answer instead of acting
@@ -6,20 +6,24 @@ twice, and ``status(token)`` tells whether a call ever arrived (``NotFound`` if 
 
 The operations are coroutines: latency and hangs are asyncio sleeps, so a thousand calls in flight cost no
 threads, and each call's SQLite work is one short transaction on the event loop. (Run on a thread pool, the
-calls' GIL hand-offs made the plugin, not the engine, the limit of the latency benchmark.)
+calls' GIL hand-offs made the plugin, not the engine, the limit of the latency benchmark.) A call acts when it
+arrives and answers when its latency is over, so the calls a wave of answers starts are acted on while the
+others of the wave are still being answered, instead of all after them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import jsonpatch
 
+from svc import jsontext
 from svc.plugins.sdk import Ctx, ErrorCode, ListResult, Operation, PluginError, Progress, ReadResult, Status
 from svc_plugin_fake.cloud import FakeCloud, new_native_id
 from svc_plugin_fake.types import TypeSpec, spec
@@ -52,31 +56,44 @@ class Plugin:
             raise PluginError(ErrorCode.INVALID_REQUEST, f"FAKE has no resource type {ctx.resource_type}")
         return found
 
-    async def _gate(self, cloud: FakeCloud, ctx: Ctx, op: str, *, label: str | None = None) -> None:
-        """Applies latency, hang, throttle and fail knobs to one call."""
+    @asynccontextmanager
+    async def _gate(self, cloud: FakeCloud, ctx: Ctx, op: str, *, label: str | None = None) -> AsyncIterator[None]:
+        """One call under the knobs: a hang holds it before anything happens; then a throttle or fail knob
+        refuses it, or its effect is made (the body); the answer comes once the latency has passed since it
+        arrived. A slow API acts when a request arrives and answers late, so the cloud holds what a call did
+        while the caller still waits, which is when an agent or plugin crash leaves it to be adopted."""
+        arrived = time.monotonic()
         knobs = cloud.knobs()
         latency = knobs.get("latency") or {}
-        delay = latency.get(op, latency.get("*", 0))
-        if delay:
-            await asyncio.sleep(float(delay))
+        delay = float(latency.get(op, latency.get("*", 0)) or 0)
         if _matches(knobs.get("hang"), op, ctx, label):
             give_up = (ctx.deadline or time.monotonic() + 60) + _HANG_GRACE
             while time.monotonic() < give_up and _matches(cloud.knobs().get("hang"), op, ctx, label):
                 await asyncio.sleep(0.05)
-        if not any(name in knobs for name in ("throttle", "fail")):
-            return
+        try:
+            if "throttle" in knobs or "fail" in knobs:
+                self._inject(cloud, ctx, op, label)
+            yield
+        except PluginError:
+            await _until(arrived + delay)  # a refusal takes as long as an answer
+            raise
+        await _until(arrived + delay)
+
+    @staticmethod
+    def _inject(cloud: FakeCloud, ctx: Ctx, op: str, label: str | None) -> None:
+        """Raises the failure a throttle or fail knob injects into this call, counting it down."""
         error: ErrorCode | None = None
         with cloud.transaction() as conn:  # the countdown commits before the failure is raised
+            knobs = cloud.knobs()  # again, now that no other call can count down
             for name, code in (("throttle", ErrorCode.THROTTLING), ("fail", None)):
-                knob = _knob(conn, name)
-                if not _matches(knob, op, ctx, label):
+                knob = knobs.get(name)
+                if knob is None or not _matches(knob, op, ctx, label):
                     continue
                 remaining = int(knob.get("remaining", -1))
                 if remaining == 0:
                     continue
                 if remaining > 0:
-                    knob["remaining"] = remaining - 1
-                    conn.execute("UPDATE knobs SET value = ? WHERE name = ?", (json.dumps(knob), name))
+                    cloud.store_knob(conn, name, {**knob, "remaining": remaining - 1})
                 error = code or ErrorCode(knob.get("code", "GeneralServiceException"))
                 break
         if error is not None:
@@ -100,15 +117,16 @@ class Plugin:
             return None
         if row[0] > 0:
             return Progress(Status.IN_PROGRESS, native_id=row[2], request_id=token)
-        return Progress.from_json(json.loads(row[1]))
+        return Progress.from_json(jsontext.loads(row[1]))
 
-    def _finish(self, conn: sqlite3.Connection, ctx: Ctx, op: str, native_id: str, result: Progress) -> Progress:
+    def _finish(self, cloud: FakeCloud, conn: sqlite3.Connection, ctx: Ctx, op: str, native_id: str,
+                result: Progress) -> Progress:
         """Stores the operation under its token; answers InProgress when the in_progress knob says so."""
         token = ctx.request_token or uuid.uuid4().hex
-        knob = _knob(conn, "in_progress")
+        knob = cloud.knobs().get("in_progress")
         polls = int(knob.get("polls", 0)) if _matches(knob, op, ctx, None) and result.status is Status.SUCCESS else 0
         conn.execute("INSERT INTO operations VALUES (?, ?, ?, ?, ?, ?)",
-                     (token, op, ctx.resource_type, native_id, polls, json.dumps(result.to_json())))
+                     (token, op, ctx.resource_type, native_id, polls, jsontext.dumps(result.to_json())))
         if polls > 0:
             return Progress(Status.IN_PROGRESS, native_id=native_id, request_id=token,
                             operation=result.operation)
@@ -119,115 +137,119 @@ class Plugin:
 
     async def create(self, ctx: Ctx, label: str, properties: dict[str, Any]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        await self._gate(cloud, ctx, "create", label=label)
-        with cloud.transaction() as conn:
-            if (replay := self._replay(conn, ctx.request_token)) is not None:
-                return replay
-            self._log(conn, "create", ctx, label)
-            if spec_.id_prefix is None:
-                native_id = str(properties.get(spec_.id_field) or "")
-                if not native_id:
-                    raise PluginError(ErrorCode.INVALID_REQUEST, f"{spec_.id_field} is required")
-                taken = conn.execute("SELECT 1 FROM resources WHERE native_id = ?", (native_id,)).fetchone()
-                if taken:
-                    return self._finish(conn, ctx, "create", native_id, Progress.failure(
-                        ErrorCode.ALREADY_EXISTS, f"{native_id} already exists", operation=Operation.CREATE))
-            else:
-                native_id = new_native_id(spec_.id_prefix)
-            stored = {**spec_.defaults, **properties, spec_.id_field: native_id}
-            conn.execute("INSERT INTO resources VALUES (?, ?, ?, ?)",
-                         (native_id, ctx.resource_type, json.dumps(stored), time.time()))
-            return self._finish(conn, ctx, "create", native_id, Progress(
-                Status.SUCCESS, native_id=native_id, operation=Operation.CREATE, properties=self._view(spec_, stored)))
+        async with self._gate(cloud, ctx, "create", label=label):
+            with cloud.transaction() as conn:
+                if (replay := self._replay(conn, ctx.request_token)) is not None:
+                    return replay
+                self._log(conn, "create", ctx, label)
+                if spec_.id_prefix is None:
+                    native_id = str(properties.get(spec_.id_field) or "")
+                    if not native_id:
+                        raise PluginError(ErrorCode.INVALID_REQUEST, f"{spec_.id_field} is required")
+                    taken = conn.execute("SELECT 1 FROM resources WHERE native_id = ?", (native_id,)).fetchone()
+                    if taken:
+                        return self._finish(cloud, conn, ctx, "create", native_id, Progress.failure(
+                            ErrorCode.ALREADY_EXISTS, f"{native_id} already exists", operation=Operation.CREATE))
+                else:
+                    native_id = new_native_id(spec_.id_prefix)
+                stored = {**spec_.defaults, **properties, spec_.id_field: native_id}
+                conn.execute("INSERT INTO resources VALUES (?, ?, ?, ?)",
+                             (native_id, ctx.resource_type, jsontext.dumps(stored), time.time()))
+                return self._finish(cloud, conn, ctx, "create", native_id, Progress(
+                    Status.SUCCESS, native_id=native_id, operation=Operation.CREATE,
+                    properties=self._view(spec_, stored)))
 
     async def read(self, ctx: Ctx, native_id: str, prior: dict[str, Any] | None) -> ReadResult:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        await self._gate(cloud, ctx, "read")
-        found = cloud.get(native_id)
-        if found is None or found["type"] != ctx.resource_type:
-            return ReadResult(error_code=ErrorCode.NOT_FOUND, message=f"{native_id} does not exist")
-        return ReadResult(properties=self._view(spec_, found["properties"]))
+        async with self._gate(cloud, ctx, "read"):
+            found = cloud.get(native_id)
+            if found is None or found["type"] != ctx.resource_type:
+                return ReadResult(error_code=ErrorCode.NOT_FOUND, message=f"{native_id} does not exist")
+            return ReadResult(properties=self._view(spec_, found["properties"]))
 
     async def update(self, ctx: Ctx, native_id: str, prior: dict[str, Any], desired: dict[str, Any],
                patch: list[dict[str, Any]]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        await self._gate(cloud, ctx, "update")
-        with cloud.transaction() as conn:
-            if (replay := self._replay(conn, ctx.request_token)) is not None:
-                return replay
-            self._log(conn, "update", ctx, native_id)
-            row = conn.execute("SELECT properties FROM resources WHERE native_id = ?", (native_id,)).fetchone()
-            if row is None:
-                return self._finish(conn, ctx, "update", native_id, Progress.failure(
-                    ErrorCode.NOT_FOUND, f"{native_id} does not exist", native_id=native_id,
-                    operation=Operation.UPDATE))
-            touched = {_top(op["path"]) for op in patch}
-            if blocked := sorted(touched & spec_.create_only):
-                return self._finish(conn, ctx, "update", native_id, Progress.failure(
-                    ErrorCode.NOT_UPDATABLE, f"cannot update create-only {', '.join(blocked)}", native_id=native_id,
-                    operation=Operation.UPDATE))
-            current = json.loads(row[0])
-            for key in spec_.forget_unless_resent - touched:
-                current.pop(key, None)
-            try:
-                updated = jsonpatch.apply_patch(current, patch)
-            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-                return self._finish(conn, ctx, "update", native_id, Progress.failure(
-                    ErrorCode.INVALID_REQUEST, f"bad patch: {error}", native_id=native_id,
-                    operation=Operation.UPDATE))
-            conn.execute("UPDATE resources SET properties = ? WHERE native_id = ?", (json.dumps(updated), native_id))
-            return self._finish(conn, ctx, "update", native_id, Progress(
-                Status.SUCCESS, native_id=native_id, operation=Operation.UPDATE, properties=self._view(spec_, updated)))
+        async with self._gate(cloud, ctx, "update"):
+            with cloud.transaction() as conn:
+                if (replay := self._replay(conn, ctx.request_token)) is not None:
+                    return replay
+                self._log(conn, "update", ctx, native_id)
+                row = conn.execute("SELECT properties FROM resources WHERE native_id = ?", (native_id,)).fetchone()
+                if row is None:
+                    return self._finish(cloud, conn, ctx, "update", native_id, Progress.failure(
+                        ErrorCode.NOT_FOUND, f"{native_id} does not exist", native_id=native_id,
+                        operation=Operation.UPDATE))
+                touched = {_top(op["path"]) for op in patch}
+                if blocked := sorted(touched & spec_.create_only):
+                    return self._finish(cloud, conn, ctx, "update", native_id, Progress.failure(
+                        ErrorCode.NOT_UPDATABLE, f"cannot update create-only {', '.join(blocked)}",
+                        native_id=native_id, operation=Operation.UPDATE))
+                current = jsontext.loads(row[0])
+                for key in spec_.forget_unless_resent - touched:
+                    current.pop(key, None)
+                try:
+                    updated = jsonpatch.apply_patch(current, patch)
+                except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+                    return self._finish(cloud, conn, ctx, "update", native_id, Progress.failure(
+                        ErrorCode.INVALID_REQUEST, f"bad patch: {error}", native_id=native_id,
+                        operation=Operation.UPDATE))
+                conn.execute("UPDATE resources SET properties = ? WHERE native_id = ?",
+                             (jsontext.dumps(updated), native_id))
+                return self._finish(cloud, conn, ctx, "update", native_id, Progress(
+                    Status.SUCCESS, native_id=native_id, operation=Operation.UPDATE,
+                    properties=self._view(spec_, updated)))
 
     async def delete(self, ctx: Ctx, native_id: str) -> Progress:
         cloud = self._cloud(ctx)
-        await self._gate(cloud, ctx, "delete")
-        with cloud.transaction() as conn:
-            if (replay := self._replay(conn, ctx.request_token)) is not None:
-                return replay
-            self._log(conn, "delete", ctx, native_id)
-            conn.execute("DELETE FROM resources WHERE native_id = ?", (native_id,))  # gone already: success
-            return self._finish(conn, ctx, "delete", native_id,
-                                Progress(Status.SUCCESS, native_id=native_id, operation=Operation.DELETE))
+        async with self._gate(cloud, ctx, "delete"):
+            with cloud.transaction() as conn:
+                if (replay := self._replay(conn, ctx.request_token)) is not None:
+                    return replay
+                self._log(conn, "delete", ctx, native_id)
+                conn.execute("DELETE FROM resources WHERE native_id = ?", (native_id,))  # gone already: success
+                return self._finish(cloud, conn, ctx, "delete", native_id,
+                                    Progress(Status.SUCCESS, native_id=native_id, operation=Operation.DELETE))
 
     async def status(self, ctx: Ctx, request_id: str, native_id: str) -> Progress:
         cloud = self._cloud(ctx)
-        await self._gate(cloud, ctx, "status")
-        with cloud.transaction() as conn:
-            row = conn.execute("SELECT polls_left, result, native_id FROM operations WHERE request_id = ?",
-                               (request_id,)).fetchone()
-            if row is None:
-                raise PluginError(ErrorCode.NOT_FOUND, f"no operation {request_id}")
-            if row[0] > 0:
-                conn.execute("UPDATE operations SET polls_left = polls_left - 1 WHERE request_id = ?", (request_id,))
-                return Progress(Status.IN_PROGRESS, native_id=row[2], request_id=request_id)
-            result = Progress.from_json(json.loads(row[1]))
-            result.request_id = request_id
-            return result
+        async with self._gate(cloud, ctx, "status"):
+            with cloud.transaction() as conn:
+                row = conn.execute("SELECT polls_left, result, native_id FROM operations WHERE request_id = ?",
+                                   (request_id,)).fetchone()
+                if row is None:
+                    raise PluginError(ErrorCode.NOT_FOUND, f"no operation {request_id}")
+                if row[0] > 0:
+                    conn.execute("UPDATE operations SET polls_left = polls_left - 1 WHERE request_id = ?",
+                                 (request_id,))
+                    return Progress(Status.IN_PROGRESS, native_id=row[2], request_id=request_id)
+                result = Progress.from_json(jsontext.loads(row[1]))
+                result.request_id = request_id
+                return result
 
     async def list(self, ctx: Ctx, page_size: int, page_token: str | None, filters: dict[str, str]) -> ListResult:
         cloud = self._cloud(ctx)
         self._spec(ctx)  # an unknown type is an InvalidRequest
-        await self._gate(cloud, ctx, "list")
-        start = int(page_token or 0)
-        if filters:  # a child type listed by its parent's value
-            found = cloud.resources(ctx.resource_type)
-            ids = sorted(native_id for native_id, resource in found.items()
-                         if all(str(resource["properties"].get(key)) == value for key, value in filters.items()))
-            ids = ids[start:start + page_size + 1]
-        else:
-            ids = cloud.native_ids(ctx.resource_type, offset=start, limit=page_size + 1)
-        more = len(ids) > page_size
-        return ListResult(ids[:page_size], str(start + page_size) if more else None)
+        async with self._gate(cloud, ctx, "list"):
+            start = int(page_token or 0)
+            if filters:  # a child type listed by its parent's value
+                found = cloud.resources(ctx.resource_type)
+                ids = sorted(native_id for native_id, resource in found.items()
+                             if all(str(resource["properties"].get(key)) == value for key, value in filters.items()))
+                ids = ids[start:start + page_size + 1]
+            else:
+                ids = cloud.native_ids(ctx.resource_type, offset=start, limit=page_size + 1)
+            more = len(ids) > page_size
+            return ListResult(ids[:page_size], str(start + page_size) if more else None)
+
+
+async def _until(moment: float) -> None:
+    if (left := moment - time.monotonic()) > 0:
+        await asyncio.sleep(left)
 
 
 class _Injected(PluginError):
     """A failure the knobs injected (a PluginError: the agent sees a coded failure)."""
-
-
-def _knob(conn: sqlite3.Connection, name: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT value FROM knobs WHERE name = ?", (name,)).fetchone()
-    return json.loads(row[0]) if row else None
 
 
 def _matches(knob: dict[str, Any] | None, op: str, ctx: Ctx, label: str | None) -> bool:

@@ -35,8 +35,10 @@ class _Poll:
     or after the pause (``wait``), so the end is seen at once instead of up to a pause late. An agent that answers
     sooner without the command having ended (one that predates ``wait``) leaves the rest to sleep here."""
 
-    def __init__(self) -> None:
-        self.wait = 0.0  # the first poll answers at once
+    def __init__(self, *, at_once: bool = True) -> None:
+        # A live view shows the command at once; a follower with nothing to show before updates end waits from
+        # the start, so a short command is answered once, after its end, at no cost to its execution.
+        self.wait = 0.0 if at_once else _FAST_POLL
 
     def __call__(self, fetch: Callable[[float], dict[str, Any]]) -> dict[str, Any]:
         started = time.monotonic()
@@ -66,7 +68,7 @@ class _Changes:
         self.client = client
         self.command_id = command_id
         self.since: str | None = None
-        self.poll = _Poll()
+        self.poll = _Poll(at_once=False)
 
     def next(self) -> dict[str, Any]:
         return self.poll(self._fetch)

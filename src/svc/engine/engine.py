@@ -303,9 +303,9 @@ class Engine:
 
     def _launch(self, command_id: str, graph, nodes: dict[str, Node],  # type: ignore[no-untyped-def]
                 command: CommandRecord | None = None) -> None:
-        run = CommandRun(command_id, graph, nodes, self.store, None, self.limits, self._finish,  # type: ignore
-                         self.writer, detached=self._detached)
-        run.steps = Steps(command_id, self.store, self.writer, self.runners, self.policy, run.save)
+        steps = Steps(command_id, self.store, self.writer, self.runners, self.policy)
+        run = CommandRun(command_id, graph, nodes, self.store, steps, self.limits, self._finish, self.writer,
+                         detached=self._detached)
         self._runs[command_id] = run
         task = asyncio.create_task(traced_command(run.run(), command_id, command), name=f"command {command_id}")
         self._tasks[command_id] = task

@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from svc.datastore.interface import Datastore
 from svc.datastore.records import TERMINAL_UPDATE_STATES, UpdateState
@@ -52,14 +51,6 @@ class CommandRun:
     running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     detached: set[asyncio.Task[None]] = field(default_factory=set)  # abandoned by a force cancel
     _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
-
-    async def save(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
-                   start: datetime | None = None) -> bool:
-        """Stores an update's state (and its start time, when given); False when it is already terminal
-        (canceled meanwhile)."""
-        return await self.writer.set_state(UpdateStateWrite(
-            self.command_id, change.ksuid, change.operation, state, version=version, data=data.to_json(),
-            start_ts=start))
 
     async def run(self) -> str:
         await asyncio.to_thread(self.store.set_command_state, self.command_id, "InProgress")
@@ -127,7 +118,7 @@ class CommandRun:
             node.data.message = f"internal error: {type(error).__name__}: {error}"
             node.state = UpdateState.FAILED
             try:
-                await self.save(change, UpdateState.FAILED, node.data, start=self.steps.take_start(key))
+                await self.steps.save(change, UpdateState.FAILED, node.data, start=self.steps.take_start(key))
             except Exception:  # noqa: BLE001
                 log.exception("cannot store the failure of %s", key)
         finally:
@@ -141,7 +132,7 @@ class CommandRun:
                 continue
             node.state = UpdateState.FAILED
             node.data.message = f"DependencyFailure: {source.handle} ({source.operation}) did not succeed"
-            if not await self.save(node.change, UpdateState.FAILED, node.data):
+            if not await self.steps.save(node.change, UpdateState.FAILED, node.data):
                 node.state = UpdateState.CANCELED
 
     def cancel(self, *, force: bool) -> list[str]:

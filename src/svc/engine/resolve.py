@@ -60,19 +60,21 @@ class Resolver:
             if uri not in cache:
                 cache[uri] = await self.value(uri)
 
-        def convert(envelope: Json) -> Any:
-            if values.is_embed(envelope):
-                return {**envelope, "$parts": [convert(p) if values.is_ref(p) else p for p in envelope["$parts"]]}
-            if not values.is_ref(envelope):
-                return envelope
-            if values.is_set_once(envelope) and envelope.get("$value") is not None:
-                return envelope
-            value = cache[envelope["$ref"]]
-            if "$json" in envelope:
-                value = _json_path(value, str(envelope["$json"]), envelope["$ref"])
-            return {**envelope, "$value": value}
+        return values.map_envelopes(properties, lambda envelope: _filled(envelope, cache))
 
-        return values.map_envelopes(properties, convert)
+
+def _filled(envelope: Json, cache: dict[str, Any]) -> Any:
+    """An envelope with its references' values (module level: a recursive closure is a reference cycle)."""
+    if values.is_embed(envelope):
+        return {**envelope, "$parts": [_filled(p, cache) if values.is_ref(p) else p for p in envelope["$parts"]]}
+    if not values.is_ref(envelope):
+        return envelope
+    if values.is_set_once(envelope) and envelope.get("$value") is not None:
+        return envelope
+    value = cache[envelope["$ref"]]
+    if "$json" in envelope:
+        value = _json_path(value, str(envelope["$json"]), envelope["$ref"])
+    return {**envelope, "$value": value}
 
 
 def _json_path(value: Any, path: str, uri: str) -> Any:

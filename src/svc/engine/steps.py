@@ -16,6 +16,7 @@ from typing import Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.records import ResourceVersion, ResourceWrite, StoreOutcome, UpdateState
+from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine import values
 from svc.engine.ledger import UpdateData, utcnow
 from svc.engine.operations import Attempt, RetryPolicy, drive, read
@@ -88,10 +89,10 @@ def _strip_empty(value: Any) -> Any:
 
 
 class Steps:
-    """Executes changes of one command. ``save`` persists an update's state and data (fenced)."""
+    """Executes changes of one command; ``save`` persists an update's state and data (fenced)."""
 
     def __init__(self, command_id: str, store: Datastore, writer: BatchWriter, runners: dict[str, PluginRunner],
-                 policies: Callable[[str], RetryPolicy], save: Callable[..., Awaitable[bool]]) -> None:
+                 policies: Callable[[str], RetryPolicy]) -> None:
         self.command_id = command_id
         self.store = store
         self.writer = writer
@@ -101,8 +102,19 @@ class Steps:
         self._produced: dict[str, ResourceVersion] = {}  # ksuid → the state this command stored for it
         self.runners = runners
         self.policies = policies
-        self.save = save
-        self.resolver = Resolver(self._load, self._read_live)
+
+    async def save(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
+                   start: datetime | None = None) -> bool:
+        """Stores an update's state (and its start time, when given); False when it is already terminal
+        (canceled meanwhile)."""
+        return await self.writer.set_state(UpdateStateWrite(
+            self.command_id, change.ksuid, change.operation, state, version=version, data=data.to_json(),
+            start_ts=start))
+
+    def _resolver(self) -> Resolver:
+        # One per change: a resolver kept on this object would refer back to it (its loaders are methods here),
+        # a cycle that leaves a finished command's whole state to the garbage collector.
+        return Resolver(self._load, self._read_live)
 
     def take_start(self, key: str) -> datetime | None:
         """When ``key`` started, if its InProgress write is still deferred (that write is then dropped: the
@@ -231,7 +243,7 @@ class Steps:
         return Attempt(op, f"{self.command_id}-{change.ksuid}-{op}"), False
 
     async def create(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
-        resolved = await self.resolver.resolve(change.desired or {})
+        resolved = await self._resolver().resolve(change.desired or {})
         properties = _strip_empty(values.plain(resolved, guarded=True))
         runner = self.runner(change.namespace)
         attempt, resuming = self._attempt(change, data, "create", resume)
@@ -270,7 +282,7 @@ class Steps:
                 return Outcome(UpdateState.REJECTED, "the resource changed outside svc since it was planned; its "
                                                      "current state is now stored: apply again to plan against it",
                                resource=self.resource_write(change, prior, observed, change.native_id or ""))
-        resolved = await self.resolver.resolve(change.desired or {})
+        resolved = await self._resolver().resolve(change.desired or {})
         patch = generate_patch(prior, resolved, schema, exact=change.exact)
         if patch.create_only:
             return Outcome(UpdateState.FAILED, "a create-only field would change once references are resolved ("

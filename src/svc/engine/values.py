@@ -234,42 +234,44 @@ def hashed_secret(envelope_or_value: Any) -> Json:
     return {"$value": digest(envelope_or_value), "$visibility": "Opaque", "$hashed": True}
 
 
+# The recursive walks below are module functions, not closures: a closure that calls itself is a reference
+# cycle, which only the garbage collector frees, and these run several times per resource change.
+
 def hash_secrets(properties: Json, opaque_fields: frozenset[str] | set[str]) -> Json:
     """Properties as they may be stored: schema-opaque top-level fields and Opaque envelopes hashed."""
+    return {key: _hashed(value, key in opaque_fields) for key, value in properties.items()}
 
-    def walk(value: Any, top: str | None) -> Any:
-        if is_opaque(value) or (top is not None and top in opaque_fields and value is not None
-                                and not is_embed(value)):
-            return hashed_secret(value)
-        if is_embed(value):
-            return {**value, "$parts": [hashed_secret(p) if is_opaque(p) else p for p in value.get("$parts", [])]}
-        if is_ref(value) or is_value(value):
-            return value
-        if isinstance(value, dict):
-            return {key: walk(item, None) for key, item in value.items()}
-        if isinstance(value, list):
-            return [walk(item, None) for item in value]
+
+def _hashed(value: Any, opaque_field: bool = False) -> Any:
+    if is_opaque(value) or (opaque_field and value is not None and not is_embed(value)):
+        return hashed_secret(value)
+    if is_embed(value):
+        return {**value, "$parts": [hashed_secret(p) if is_opaque(p) else p for p in value.get("$parts", [])]}
+    if is_ref(value) or is_value(value):
         return value
-
-    return {key: walk(value, key) for key, value in properties.items()}
+    if isinstance(value, dict):
+        return {key: _hashed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_hashed(item) for item in value]
+    return value
 
 
 def redact(properties: Json, opaque_fields: frozenset[str] | set[str]) -> Json:
     """Plain prior properties for a plugin: secrets replaced by a sentinel (they are only hashes)."""
+    return {key: _redacted(value, key in opaque_fields) for key, value in properties.items()}
 
-    def walk(value: Any, top: str | None) -> Any:
-        if (is_opaque(value) or (isinstance(value, dict) and value.get("$hashed"))
-                or (top is not None and top in opaque_fields and value is not None)):
-            return dict(REDACTED)
-        if is_ref(value) or is_value(value) or is_embed(value):
-            return plain(value)
-        if isinstance(value, dict):
-            return {key: walk(item, None) for key, item in value.items()}
-        if isinstance(value, list):
-            return [walk(item, None) for item in value]
-        return value
 
-    return {key: walk(value, key) for key, value in properties.items()}
+def _redacted(value: Any, opaque_field: bool = False) -> Any:
+    if (is_opaque(value) or (isinstance(value, dict) and value.get("$hashed"))
+            or (opaque_field and value is not None)):
+        return dict(REDACTED)
+    if is_ref(value) or is_value(value) or is_embed(value):
+        return plain(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
 
 
 def contains_hash(value: Any) -> bool:

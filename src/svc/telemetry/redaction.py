@@ -23,37 +23,39 @@ _ENVELOPE_VALUE = re.compile(r"""(["']\$value["']\s*:\s*)(["'])(?:\\.|(?!\2).)*\
 
 def opaque_strings(properties: Any, opaque_fields: frozenset[str]) -> Iterator[str]:
     """The plain-text secrets of desired properties: opaque top-level fields and ``Opaque`` envelopes."""
-
-    def leaves(value: Any) -> Iterator[str]:
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, dict):
-            if value.get("$hashed"):
-                return  # a digest, not the secret
-            if "$value" in value:  # an envelope: only its value is the user's
-                yield from leaves(value["$value"])
-            elif values.is_embed(value):
-                yield from leaves(value.get("$parts", []))
-            else:
-                for item in value.values():
-                    yield from leaves(item)
-        elif isinstance(value, list):
-            for item in value:
-                yield from leaves(item)
-
-    def walk(value: Any, top: str | None) -> Iterator[str]:
-        if values.is_opaque(value) or (top is not None and top in opaque_fields):
-            yield from leaves(value)
-        elif isinstance(value, dict):
-            for item in value.values():
-                yield from walk(item, None)
-        elif isinstance(value, list):
-            for item in value:
-                yield from walk(item, None)
-
     if isinstance(properties, dict):
         for key, value in properties.items():
-            yield from walk(value, key)
+            yield from _secrets(value, key in opaque_fields)
+
+
+# Module functions, not closures: a closure that calls itself is a reference cycle only the collector frees.
+def _secrets(value: Any, opaque_field: bool = False) -> Iterator[str]:
+    if values.is_opaque(value) or opaque_field:
+        yield from _leaves(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _secrets(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _secrets(item)
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        if value.get("$hashed"):
+            return  # a digest, not the secret
+        if "$value" in value:  # an envelope: only its value is the user's
+            yield from _leaves(value["$value"])
+        elif values.is_embed(value):
+            yield from _leaves(value.get("$parts", []))
+        else:
+            for item in value.values():
+                yield from _leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _leaves(item)
 
 
 class Redactor:

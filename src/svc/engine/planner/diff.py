@@ -63,16 +63,16 @@ def _unchanged_secret(stored: Any, desired: Any, schema_opaque: bool) -> bool:
 
 def suppress_unchanged_secrets(stored: Json, desired: Json, opaque: frozenset[str]) -> Json:
     """Desired with unchanged secrets replaced by their stored (hashed) form, so they compare equal."""
+    return {key: _secrets_kept(stored.get(key), value, key in opaque) for key, value in desired.items()}
 
-    def walk(s: Any, d: Any, top: str | None) -> Any:
-        if _unchanged_secret(s, d, top is not None and top in opaque):
-            return s
-        if isinstance(d, dict) and isinstance(s, dict) and not any(
-                check(d) for check in (values.is_ref, values.is_value, values.is_embed)):
-            return {key: walk(s.get(key), value, None) for key, value in d.items()}
-        return d
 
-    return {key: walk(stored.get(key), value, key) for key, value in desired.items()}
+def _secrets_kept(stored: Any, desired: Any, opaque_field: bool = False) -> Any:
+    if _unchanged_secret(stored, desired, opaque_field):
+        return stored
+    if isinstance(desired, dict) and isinstance(stored, dict) and not any(
+            check(desired) for check in (values.is_ref, values.is_value, values.is_embed)):
+        return {key: _secrets_kept(stored.get(key), value) for key, value in desired.items()}
+    return desired
 
 
 def canonical_json(text: Any) -> Any:

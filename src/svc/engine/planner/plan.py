@@ -88,23 +88,24 @@ class _Apply:
         """Properties with each reference's plan-time value: the stored value, or none (unknown) when
         its producer is created or changed by this command."""
 
-        def convert(envelope: Json) -> Any:
-            if values.is_embed(envelope):
-                return {**envelope, "$parts": [convert(p) if values.is_ref(p) else p for p in envelope["$parts"]]}
-            if not values.is_ref(envelope):
-                return envelope
-            ksuid, path = values.split_uri(envelope["$ref"])
-            filled = {k: v for k, v in envelope.items() if k != "$value"}
-            touched = changing.get(ksuid, set())
-            if ksuid in changing and (touched is None or path.split(".")[0] in touched):
-                return filled
-            try:
-                filled["$value"] = self.inventory.value_of(envelope["$ref"])
-            except KeyError:
-                pass
-            return filled
+        return values.map_envelopes(properties, lambda envelope: self._filled(envelope, changing))
 
-        return values.map_envelopes(properties, convert)
+    def _filled(self, envelope: Json, changing: dict[str, set[str] | None]) -> Any:
+        if values.is_embed(envelope):
+            return {**envelope, "$parts": [self._filled(p, changing) if values.is_ref(p) else p
+                                           for p in envelope["$parts"]]}
+        if not values.is_ref(envelope):
+            return envelope
+        ksuid, path = values.split_uri(envelope["$ref"])
+        filled = {k: v for k, v in envelope.items() if k != "$value"}
+        touched = changing.get(ksuid, set())
+        if ksuid in changing and (touched is None or path.split(".")[0] in touched):
+            return filled
+        try:
+            filled["$value"] = self.inventory.value_of(envelope["$ref"])
+        except KeyError:
+            pass
+        return filled
 
     def match(self, desired: Desired) -> ResourceVersion | None:
         found = self.inventory.by_ksuid.get(desired.ksuid)
