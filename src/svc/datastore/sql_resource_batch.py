@@ -38,6 +38,13 @@ _SET_READ_ONLY = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version
                                      head_is(r.c.head, HEAD_LIVE))
                   .values(read_only_properties=sa.bindparam("ro", type_=r.c.read_only_properties.type)))
 _INSERT = sa.insert(r)
+# Built once, with expanding lists: building a statement per batch (and its cache key) cost more than running it.
+_HEADS = sa.select(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
+_OWNERS = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), r.c.native_id.is_not(None),
+                             r.c.type.in_(sa.bindparam("types", expanding=True)),
+                             r.c.native_id.in_(sa.bindparam("native_ids", expanding=True)))
+_DEMOTE = (sa.update(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
+           .values(head=HEAD_OLD).returning(r.c.ksuid, r.c.version))
 
 
 def tombstone_values(row: Row) -> Row:
@@ -64,13 +71,11 @@ class ChunkWriter:
         keys = {(write.type, write.native_id) for write in writes if write.native_id is not None}
         rows: dict[tuple[str, str], Row] = {}
         if ksuids:
-            for row in self.conn.execute(sa.select(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(ksuids))):
+            for row in self.conn.execute(_HEADS, {"ksuids": ksuids}):
                 rows[(row.ksuid, row.version)] = dict(row._mapping)
         if keys:
             types, native_ids = sorted({k[0] for k in keys}), sorted({k[1] for k in keys})
-            statement = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), r.c.native_id.is_not(None),
-                                           r.c.type.in_(types), r.c.native_id.in_(native_ids))
-            for row in self.conn.execute(statement):
+            for row in self.conn.execute(_OWNERS, {"types": types, "native_ids": native_ids}):
                 if (row.type, row.native_id) in keys:
                     rows.setdefault((row.ksuid, row.version), dict(row._mapping))
         for row in rows.values():  # one dict per stored row, shared by both maps
@@ -147,9 +152,7 @@ class ChunkWriter:
             if self.conn.execute(_SET_READ_ONLY, {"k": ksuid, "v": version, "ro": read_only}).rowcount != 1:
                 raise Retry("resource changed while updating read-only properties")
         if self.demotes:
-            demoted = self.conn.execute(
-                sa.update(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sorted(self.demotes)))
-                .values(head=HEAD_OLD).returning(r.c.ksuid, r.c.version)).all()
+            demoted = self.conn.execute(_DEMOTE, {"ksuids": sorted(self.demotes)}).all()
             # Compare-and-swap: exactly the heads this chunk read, no other version (a concurrent writer's).
             if sorted((row.ksuid, row.version) for row in demoted) != sorted(self.demotes.items()):
                 raise Retry("resource head moved")

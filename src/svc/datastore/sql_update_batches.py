@@ -38,6 +38,13 @@ def _statement(present: tuple[str, ...]) -> sa.Update:
             .values(**values))
 
 
+# Built once, with expanding lists (see ``sql_resource_batch``).
+_CURRENT = (sa.select(u.c.command_id, u.c.ksuid, u.c.operation, u.c.state)
+            .where(u.c.command_id.in_(sa.bindparam("commands", expanding=True)),
+                   u.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
+            .order_by(u.c.command_id, u.c.ksuid, u.c.operation).with_for_update())
+
+
 class UpdateBatchStore(SqlBase):
     def set_resource_update_states(self, writes: Sequence[UpdateStateWrite]) -> list[bool]:
         """``set_resource_update_state`` for each write, in order, in one transaction (terminal states stay
@@ -82,10 +89,7 @@ class UpdateBatchStore(SqlBase):
         ksuids = sorted({key[1] for key in wanted})
         found: dict[Key, str] = {}
         for start in range(0, len(ksuids), _LOOKUP_CHUNK):
-            statement = (sa.select(u.c.command_id, u.c.ksuid, u.c.operation, u.c.state)
-                         .where(u.c.command_id.in_(commands), u.c.ksuid.in_(ksuids[start:start + _LOOKUP_CHUNK]))
-                         .order_by(u.c.command_id, u.c.ksuid, u.c.operation).with_for_update())
-            for row in conn.execute(statement):
+            for row in conn.execute(_CURRENT, {"commands": commands, "ksuids": ksuids[start:start + _LOOKUP_CHUNK]}):
                 key = (row.command_id, row.ksuid, row.operation)
                 if key in wanted:
                     found[key] = row.state
