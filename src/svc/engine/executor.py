@@ -3,7 +3,7 @@
 A change starts once every change it waits for succeeded; a failed (or rejected, or canceled) change
 fails everything downstream without running it. Each start takes a token of its plugin namespace's
 rate limit and a slot of its in-flight cap (``ratelimit``). The executor is the only caller of plugins
-(through ``steps``); everything it learns is stored before it moves on (``save``).
+(through ``steps``); everything it learns is stored before it moves on (``writer``, ``Steps.save``).
 """
 
 from __future__ import annotations

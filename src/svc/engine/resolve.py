@@ -25,10 +25,10 @@ class ResolveError(Exception):
 
 
 class Resolver:
-    def __init__(self, load: LoadResource, read_live: ReadLive) -> None:
+    def __init__(self, load: LoadResource, read_live: ReadLive, live: dict[str, Json | None] | None = None) -> None:
         self._load = load
         self._read_live = read_live
-        self._live: dict[str, Json | None] = {}
+        self._live = {} if live is None else live  # ksuid → its live read; a caller's dict shares them
 
     async def value(self, uri: str) -> Any:
         ksuid, path = values.split_uri(uri)
@@ -60,21 +60,17 @@ class Resolver:
             if uri not in cache:
                 cache[uri] = await self.value(uri)
 
-        return values.map_envelopes(properties, lambda envelope: _filled(envelope, cache))
+        return values.map_refs(properties, lambda ref: _filled(ref, cache))
 
 
-def _filled(envelope: Json, cache: dict[str, Any]) -> Any:
-    """An envelope with its references' values (module level: a recursive closure is a reference cycle)."""
-    if values.is_embed(envelope):
-        return {**envelope, "$parts": [_filled(p, cache) if values.is_ref(p) else p for p in envelope["$parts"]]}
-    if not values.is_ref(envelope):
-        return envelope
-    if values.is_set_once(envelope) and envelope.get("$value") is not None:
-        return envelope
-    value = cache[envelope["$ref"]]
-    if "$json" in envelope:
-        value = _json_path(value, str(envelope["$json"]), envelope["$ref"])
-    return {**envelope, "$value": value}
+def _filled(ref: Json, cache: dict[str, Any]) -> Json:
+    """A reference with its value (a SetOnce reference keeps the value it has)."""
+    if values.is_set_once(ref) and ref.get("$value") is not None:
+        return ref
+    value = cache[ref["$ref"]]
+    if "$json" in ref:
+        value = _json_path(value, str(ref["$json"]), ref["$ref"])
+    return {**ref, "$value": value}
 
 
 def _json_path(value: Any, path: str, uri: str) -> Any:

@@ -100,6 +100,7 @@ class Steps:
         self._background: set[asyncio.Task[bool]] = set()
         self._deferred: dict[str, tuple[datetime, asyncio.TimerHandle]] = {}  # key → its unwritten start
         self._produced: dict[str, ResourceVersion] = {}  # ksuid → the state this command stored for it
+        self._live: dict[str, Json | None] = {}  # ksuid → what a reference's live read found, for the command
         self.runners = runners
         self.policies = policies
 
@@ -112,9 +113,10 @@ class Steps:
             start_ts=start))
 
     def _resolver(self) -> Resolver:
-        # One per change: a resolver kept on this object would refer back to it (its loaders are methods here),
-        # a cycle that leaves a finished command's whole state to the garbage collector.
-        return Resolver(self._load, self._read_live)
+        # One per change, sharing this command's live reads: a resolver kept on this object would refer back to
+        # it (its loaders are methods here), a cycle that leaves a finished command's whole state to the garbage
+        # collector.
+        return Resolver(self._load, self._read_live, self._live)
 
     def take_start(self, key: str) -> datetime | None:
         """When ``key`` started, if its InProgress write is still deferred (that write is then dropped: the

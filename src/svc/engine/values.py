@@ -151,6 +151,17 @@ def map_envelopes(value: Any, convert: Callable[[Any], Any]) -> Any:
     return value
 
 
+def map_refs(value: Any, convert: Callable[[Json], Any]) -> Any:
+    """Rebuilds ``value`` with ``convert`` applied to every reference, a template's reference parts included."""
+
+    def envelope(found: Json) -> Any:
+        if is_embed(found):
+            return {**found, "$parts": [convert(p) if is_ref(p) else p for p in found["$parts"]]}
+        return convert(found) if is_ref(found) else found
+
+    return map_envelopes(value, envelope)
+
+
 # -- plain form --------------------------------------------------------------------------------------------
 
 UNRESOLVED = object()

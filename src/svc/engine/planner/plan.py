@@ -88,21 +88,16 @@ class _Apply:
         """Properties with each reference's plan-time value: the stored value, or none (unknown) when
         its producer is created or changed by this command."""
 
-        return values.map_envelopes(properties, lambda envelope: self._filled(envelope, changing))
+        return values.map_refs(properties, lambda ref: self._filled(ref, changing))
 
-    def _filled(self, envelope: Json, changing: dict[str, set[str] | None]) -> Any:
-        if values.is_embed(envelope):
-            return {**envelope, "$parts": [self._filled(p, changing) if values.is_ref(p) else p
-                                           for p in envelope["$parts"]]}
-        if not values.is_ref(envelope):
-            return envelope
-        ksuid, path = values.split_uri(envelope["$ref"])
-        filled = {k: v for k, v in envelope.items() if k != "$value"}
+    def _filled(self, ref: Json, changing: dict[str, set[str] | None]) -> Json:
+        ksuid, path = values.split_uri(ref["$ref"])
+        filled = {k: v for k, v in ref.items() if k != "$value"}
         touched = changing.get(ksuid, set())
         if ksuid in changing and (touched is None or path.split(".")[0] in touched):
             return filled
         try:
-            filled["$value"] = self.inventory.value_of(envelope["$ref"])
+            filled["$value"] = self.inventory.value_of(ref["$ref"])
         except KeyError:
             pass
         return filled
