@@ -124,6 +124,33 @@ def test_policies_inline_standalone_and_attached(datastore: Datastore) -> None:
     assert datastore.get_policy("nightly") == shared
 
 
+def test_policies_in_force_lists_each_stacks_policies_of_a_type_inline_first_then_attached_by_label(
+        datastore: Datastore) -> None:
+    inline_and_attached, attached_only, other_type, bare = (datastore.create_stack(label) for label in (
+        "inline-and-attached", "attached-only", "other-type", "bare"))
+    own = datastore.put_policy(PolicyWrite("zz-own", "auto-reconcile", {"IntervalSeconds": 60},
+                                           stack_id=inline_and_attached.id))
+    nightly = datastore.put_policy(PolicyWrite("nightly", "auto-reconcile", {"IntervalSeconds": 3600}))
+    hourly = datastore.put_policy(PolicyWrite("hourly", "auto-reconcile", {"IntervalSeconds": 600}))
+    gone = datastore.put_policy(PolicyWrite("gone", "auto-reconcile", {"IntervalSeconds": 1}))
+    datastore.put_policy(PolicyWrite("ttl", "ttl", {"TTLSeconds": 60}, stack_id=other_type.id))
+    for stack, policy in ((inline_and_attached, nightly), (attached_only, nightly), (attached_only, hourly),
+                          (attached_only, gone), (bare, hourly)):
+        datastore.attach_policy(stack.id, policy.id)
+    datastore.detach_policy(bare.id, hourly.id)
+    datastore.delete_policy(gone.id)
+
+    held = datastore.policies_in_force("auto-reconcile")
+
+    expected = sorted([(inline_and_attached.id, own.label), (inline_and_attached.id, nightly.label),
+                       (attached_only.id, hourly.label), (attached_only.id, nightly.label)],
+                      key=lambda pair: (pair[0], pair[1] != own.label, pair[1]))
+    assert [(stack_id, policy.label) for stack_id, policy in held] == expected
+    assert [p.data for s, p in held if s == inline_and_attached.id] == [{"IntervalSeconds": 60},
+                                                                         {"IntervalSeconds": 3600}]
+    assert [(s, p.label) for s, p in datastore.policies_in_force("ttl")] == [(other_type.id, "ttl")]
+
+
 def test_deleting_a_stack_takes_its_inline_policies_and_detaches_standalone_ones(datastore: Datastore) -> None:
     stack = datastore.create_stack("temp")
     datastore.put_policy(PolicyWrite("temp-ttl", "ttl", {"TTLSeconds": 60}, stack_id=stack.id))

@@ -16,6 +16,7 @@ from support.engine import fake_forma, item, resource, run_with_engine
 from svc.datastore import Datastore, PolicyWrite
 from svc.engine.engine import Engine
 from svc.engine.expiry import StackExpirer
+from svc.engine.policies import effective_policies, policies_in_force
 from svc.engine.reconciler import AutoReconciler, baseline
 from svc.engine.service import ApplyRequest, Caller
 from svc.forma.model import Forma
@@ -140,3 +141,19 @@ def test_a_resource_deleted_outside_svc_comes_back_with_its_secret(datastore: Da
         assert [i["properties"]["Value"] for i in FakeCloud(cloud).resources("FAKE::Test::Item").values()] == ["1"]
 
     run(datastore, tmp_path, scenario)
+
+
+def test_the_jobs_one_query_finds_each_stacks_effective_policy(datastore: Datastore) -> None:
+    stacks = [datastore.create_stack(label) for label in ("a", "b", "c", "d")]
+    shared = [datastore.put_policy(PolicyWrite(label, kind, {"IntervalSeconds": 60}))
+              for label, kind in (("x-nightly", "auto-reconcile"), ("a-hourly", "auto-reconcile"), ("ttl", "ttl"))]
+    datastore.put_policy(PolicyWrite("own", "auto-reconcile", {"IntervalSeconds": 5}, stack_id=stacks[0].id))
+    datastore.put_policy(PolicyWrite("own-ttl", "ttl", {"TTLSeconds": 5}, stack_id=stacks[2].id))
+    for stack in stacks[:3]:
+        for policy in shared:
+            datastore.attach_policy(stack.id, policy.id)
+
+    for kind in ("auto-reconcile", "ttl"):
+        one_by_one = {stack.id: found for stack in stacks if (found := effective_policies(datastore, stack).get(kind))}
+        assert policies_in_force(datastore, kind) == one_by_one
+    assert policies_in_force(datastore, "auto-reconcile")[stacks[1].id].record.label == "a-hourly"

@@ -89,6 +89,10 @@ class Datastore(Protocol):
     def detach_policy(self, stack_id: str, policy_id: str) -> bool: ...
     def list_attached_policies(self, stack_id: str, *, cursor: str | None = None,
                                limit: int = ...) -> Page[PolicyRecord]: ...
+    def policies_in_force(self, policy_type: str) -> list[tuple[str, PolicyRecord]]:
+        """(stack id, policy) for every live policy of ``policy_type`` a stack holds, by stack: its inline ones
+        first, then the standalone ones attached to it, each by label (so a stack's first pair is its effective
+        policy of that type). One query, where asking stack by stack takes two per stack."""
 
     # commands and resource updates
     def put_command(self, command: CommandRecord, updates: Sequence[ResourceUpdateRecord] = (), *,

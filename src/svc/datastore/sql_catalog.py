@@ -269,6 +269,17 @@ class CatalogStore(SqlBase):
             return paginate(conn, statement, list_name=f"attached:{stack_id}", order=(p.c.label,), cursor=cursor,
                             limit=limit, convert=_policy)
 
+    def policies_in_force(self, policy_type: str) -> list[tuple[str, PolicyRecord]]:
+        live = (head_is(p.c.head, HEAD_LIVE), p.c.policy_type == policy_type)
+        inline = sa.select(p.c.stack_id.label("holder"), sa.literal_column("0").label("rank"), p).where(
+            p.c.stack_id != "", *live)
+        attached = sa.select(sp.c.stack_id.label("holder"), sa.literal_column("1").label("rank"), p).join(
+            sp, sp.c.policy_id == p.c.id).where(*live)
+        held = sa.union_all(inline, attached).subquery()
+        statement = sa.select(held).order_by(held.c.holder, held.c.rank, held.c.label)
+        with self.read() as conn:
+            return [(row.holder, _policy(row)) for row in conn.execute(statement)]
+
     def _live_policy(self, conn: sa.Connection, label: str, stack_id: str) -> sa.Row[Any] | None:
         return conn.execute(sa.select(p).where(p.c.label == label, p.c.stack_id == stack_id,
                                                head_is(p.c.head, HEAD_LIVE))).first()

@@ -25,7 +25,7 @@ from svc.datastore.records import StackRecord
 from svc.engine.background import PeriodicJob
 from svc.engine.errors import EngineError
 from svc.engine.planner import UNMANAGED_STACK, Inventory
-from svc.engine.policies import PAGE, Effective, active_command, all_stacks, effective_policies, every, literal
+from svc.engine.policies import PAGE, Effective, active_command, all_stacks, every, literal, policies_in_force
 from svc.engine.service import Caller, DestroyRequest
 
 if TYPE_CHECKING:
@@ -63,8 +63,9 @@ class StackExpirer(PeriodicJob):
     def _expired(self) -> list[tuple[StackRecord, Effective]]:
         store, now = self.engine.store, datetime.now(UTC)
         found = []
+        held = policies_in_force(store, "ttl")
         for stack in all_stacks(store):
-            ttl = effective_policies(store, stack).get("ttl") if stack.label != UNMANAGED_STACK else None
+            ttl = held.get(stack.id) if stack.label != UNMANAGED_STACK else None
             if ttl is None or ttl.deadline(stack) > now:
                 continue
             if active_command(store, stack.label) is not None:

@@ -134,6 +134,15 @@ def effective_policies(store: Datastore, stack: StackRecord) -> dict[str, Effect
     return found
 
 
+def policies_in_force(store: Datastore, policy_type: str) -> dict[str, Effective]:
+    """Stack id → its effective policy of ``policy_type`` (as ``effective_policies`` finds it), for every stack
+    that has one: the background jobs' question, answered in one query whatever the number of stacks."""
+    found: dict[str, Effective] = {}
+    for stack_id, policy in store.policies_in_force(policy_type):
+        found.setdefault(stack_id, Effective(policy))
+    return found
+
+
 def active_command(store: Datastore, stack: str) -> CommandRecord | None:
     """A command (of any source) still changing a resource of ``stack``, if there is one."""
     states = " ".join(f"status:{state}" for state in _ACTIVE)

@@ -29,7 +29,16 @@ from svc.engine.background import PeriodicJob
 from svc.engine.drift import drift, last_reconcile
 from svc.engine.errors import ConflictingCommands, EngineError, ReconcilePolicyRequired
 from svc.engine.ledger import change_of
-from svc.engine.policies import PAGE, Effective, active_command, all_stacks, effective_policies, every, literal
+from svc.engine.policies import (
+    PAGE,
+    Effective,
+    active_command,
+    all_stacks,
+    effective_policies,
+    every,
+    literal,
+    policies_in_force,
+)
 from svc.engine.schemas import opaque_fields_of
 from svc.engine.sealing import Sealer, SealError
 from svc.engine.service import ApplyRequest, Caller
@@ -138,8 +147,9 @@ class AutoReconciler(PeriodicJob):
     def _read_schedule(self, store: Datastore) -> None:
         intervals: dict[str, timedelta] = {}
         anchors: dict[str, datetime] = {}
+        held = policies_in_force(store, "auto-reconcile")
         for stack in all_stacks(store):
-            policy = effective_policies(store, stack).get("auto-reconcile")
+            policy = held.get(stack.id)
             if policy is None:
                 continue
             intervals[stack.label] = max(policy.interval, timedelta(seconds=1))
