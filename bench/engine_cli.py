@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+import timeit
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -98,22 +99,26 @@ class Cpu:
 
     cli: float = 0.0
     agent: float = 0.0
+    agent_loop: float = 0.0  # the agent's main thread (the event loop); the rest ran on its worker threads
     plugins: float = 0.0
 
     def __sub__(self, other: Cpu) -> Cpu:
-        return Cpu(self.cli - other.cli, self.agent - other.agent, self.plugins - other.plugins)
+        return Cpu(self.cli - other.cli, self.agent - other.agent, self.agent_loop - other.agent_loop,
+                   self.plugins - other.plugins)
 
     def __str__(self) -> str:
-        return f"CPU: svc {self.cli:.2f} s, agent {self.agent:.2f} s, plugin {self.plugins:.2f} s"
+        return (f"CPU: svc {self.cli:.2f} s, agent {self.agent:.2f} s (event loop {self.agent_loop:.2f} s, worker "
+                f"threads {self.agent - self.agent_loop:.2f} s), plugin {self.plugins:.2f} s")
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _process_cpu(pid: int) -> float:
-    """User + system seconds of a live process (0 when it is gone)."""
+def _process_cpu(pid: int, thread: int | None = None) -> float:
+    """User + system seconds of a live process, or of one of its threads (0 when it is gone)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        stat = Path(f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat")
+        fields = stat.read_text().rpartition(")")[2].split()
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / _TICK
@@ -131,7 +136,7 @@ def _children(pid: int) -> list[int]:
 
 def cpu_now(agent_pid: int) -> Cpu:
     cli = resource.getrusage(resource.RUSAGE_CHILDREN)  # every svc process this bench ran and waited for
-    return Cpu(cli.ru_utime + cli.ru_stime, _process_cpu(agent_pid),
+    return Cpu(cli.ru_utime + cli.ru_stime, _process_cpu(agent_pid), _process_cpu(agent_pid, agent_pid),
                sum(_process_cpu(child) for child in _children(agent_pid)))
 
 
@@ -192,6 +197,13 @@ def _split(timed: Timed, eval_s: float) -> str:
 
 def _load() -> str:
     return "load average " + " ".join(f"{n:.1f}" for n in os.getloadavg())
+
+
+def _python_speed() -> str:
+    """How fast this machine runs plain Python, so that figures from different machines can be compared (the
+    64-in-flight ratio is bound by the agent's CPU per change, so it moves with the machine's speed)."""
+    best = min(timeit.repeat("sum(range(1000))", number=2000, repeat=7)) / 2000
+    return f"Python speed: sum(range(1000)) in {best * 1e6:.1f} µs"
 
 
 def scale(cli: Cli, directory: Path, size: int) -> None:
@@ -275,7 +287,7 @@ def main() -> None:
         try:
             assert agent.process is not None
             cli = Cli(agent, directory / "data")
-            print(f"machine: {os.cpu_count()} CPUs, {_load()} at the start", flush=True)
+            print(f"machine: {os.cpu_count()} CPUs, {_load()} at the start; {_python_speed()}", flush=True)
             for size in args.sizes:
                 scale(cli, directory, size)
             latency(cli, directory)
