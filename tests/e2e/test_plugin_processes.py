@@ -78,6 +78,8 @@ def test_plugins_endpoint_and_cli_list_describe_installed_plugins(world: World) 
     missing = httpx.get(f"{world.api}/plugins/nope")
     assert missing.status_code == 404 and missing.json()["error"] == "PluginNotFound"
     assert httpx.get(f"{world.api}/plugins", params={"scope": "available"}).status_code == 503
+    stats = httpx.get(f"{world.api}/stats").json()  # every command's first call: versions read once, at start
+    assert [(p["Namespace"], p["Version"]) for p in stats["Plugins"]] == [("FAKE", "0.1.0")]
     assert httpx.get(f"{world.api}/plugins", params={"scope": "bogus"}).status_code == 400
 
     machine = run_svc("plugin", "list", "--output-consumer", "machine")

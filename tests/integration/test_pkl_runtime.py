@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,8 +104,24 @@ def test_plugins_scheme_names_the_installed_plugins_when_one_is_missing(write_pk
 
 def test_plugin_lookup_reads_the_entry_point_group() -> None:
     """Installed plugins register in ``svc.plugins``; each name maps to its package's Config.pkl."""
-    for namespace, config in installed_plugin_configs().items():
-        assert config.name == "Config.pkl", namespace
+    configs = installed_plugin_configs()
+    assert {"AWS", "FAKE", "LOCAL"} <= set(configs)
+    for namespace, config in configs.items():
+        assert config.name == "Config.pkl" and config.is_file(), namespace
+
+
+def test_loading_a_config_that_imports_plugin_configs_runs_no_plugin_code(tmp_path: Path) -> None:
+    """Every CLI command loads the configuration, which may import ``plugins:/AWS.pkl``: finding that file
+    must not import the plugin's package (the AWS plugin's imports boto3, a fifth of a command's time)."""
+    config = tmp_path / "svc.conf.pkl"
+    config.write_text('amends "svc:/Config.pkl"\nimport "plugins:/AWS.pkl" as Aws\n'
+                      'agent { resourcePlugins { new Aws.PluginConfig {} } }\n')
+    probe = (f"import sys; from pathlib import Path; from svc.config.loader import load_cli_config; "
+             f"load_cli_config(Path({str(config)!r})); "
+             f"print(sorted(m for m in sys.modules if m.startswith(('svc_plugin_', 'boto'))))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 def test_module_text_evaluation_with_properties() -> None:

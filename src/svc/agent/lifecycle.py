@@ -27,6 +27,7 @@ from svc.datastore import Datastore, DatastoreError, open_datastore
 from svc.engine import build_engine
 from svc.ids import persistent_id
 from svc.paths import data_dir, pid_file
+from svc.plugins.installed import installed_plugins
 from svc.plugins.runner import PluginLoadError
 from svc.telemetry import start_telemetry, telemetry_problem
 
@@ -118,6 +119,7 @@ def start_agent(config_path: Path) -> None:
     info = AgentInfo(
         version=os.environ.get(TEST_VERSION_OVERRIDE) or __version__,
         agent_id=persistent_id(data_dir() / "agent_id"),
+        plugin_versions={plugin.namespace.upper(): plugin.version for plugin in installed_plugins()},
     )
     telemetry = start_telemetry(config, agent_id=info.agent_id, version=info.version, counts=datastore.counts)
     app = create_app(config, info, datastore, _build_engine(config, datastore, info))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import importlib.resources
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from importlib.resources.abc import Traversable
 from typing import Protocol
 from urllib.parse import urlparse
 
-PLUGIN_ENTRY_POINT_GROUP = "svc.plugins"
+from svc.plugins.installed import installed_plugins
 
 
 @dataclass(frozen=True)
@@ -109,15 +108,9 @@ class PluginConfigReader:
 
 
 def installed_plugin_configs() -> dict[str, Traversable]:
-    """Namespace → ``Config.pkl`` of every plugin registered in the ``svc.plugins`` entry-point group.
-
-    A plugin's entry point is named after its namespace and its module is the plugin's package,
-    which ships ``Config.pkl`` beside its code.
-    """
-    return {
-        entry.name: importlib.resources.files(entry.module) / "Config.pkl"
-        for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP)
-    }
+    """Namespace → ``Config.pkl`` of every installed plugin (``svc.plugins.installed``), found without importing
+    the plugins: every command that loads the configuration asks."""
+    return {plugin.namespace: plugin.config for plugin in installed_plugins()}
 
 
 def plugin_modules() -> PluginConfigReader:

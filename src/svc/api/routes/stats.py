@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +12,6 @@ from svc.api import deps, wire
 from svc.config.model import AgentConfig, ResourcePluginConfig
 from svc.datastore import DatastoreCounts
 from svc.datastore.sql_stats import by_namespace
-from svc.plugins.installed import installed_plugins
 
 router = APIRouter()
 
@@ -29,7 +29,7 @@ async def stats(request: Request) -> dict[str, Any]:
         States=dict(counts.command_states), Stacks=counts.stacks, Resources=managed,
         UnmanagedResources=by_namespace(counts.unmanaged_by_type), Targets=dict(counts.targets_by_namespace),
         ResourceTypes=dict(sorted(resource_types.items())),
-        Plugins=plugin_infos(request.app.state.config, managed),
+        Plugins=plugin_infos(request.app.state.config, info.plugin_versions, managed),
     )
     return view.to_json()
 
@@ -38,14 +38,15 @@ def _nanoseconds(value: timedelta) -> int:
     return int(value.total_seconds() * 1_000_000_000)
 
 
-def plugin_infos(config: AgentConfig, managed_by_namespace: dict[str, int]) -> list[wire.PluginInfo]:
-    """The enabled resource plugins of the config, with their installed versions and managed counts."""
-    versions = {plugin.namespace.upper(): plugin.version for plugin in installed_plugins()}
+def plugin_infos(config: AgentConfig, versions: Mapping[str, str],
+                 managed_by_namespace: dict[str, int]) -> list[wire.PluginInfo]:
+    """The enabled resource plugins of the config, with their installed versions (``versions``: upper-case
+    namespace → version) and managed counts."""
     return [_plugin_info(plugin, versions, managed_by_namespace)
             for plugin in config.resource_plugins if plugin.enabled]
 
 
-def _plugin_info(plugin: ResourcePluginConfig, versions: dict[str, str],
+def _plugin_info(plugin: ResourcePluginConfig, versions: Mapping[str, str],
                  managed_by_namespace: dict[str, int]) -> wire.PluginInfo:
     namespace = plugin.type.upper()
     retry = plugin.retry
