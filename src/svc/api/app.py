@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from fastapi import APIRouter, FastAPI, Request
@@ -31,7 +31,7 @@ class AgentInfo:
     agent_id: str
     # Namespace (upper case) → version of each installed plugin, read once at start: the agent runs the plugins
     # it found then, and scanning every distribution's entry points cost each ``/stats`` (each command) ~15 ms.
-    plugin_versions: Mapping[str, str] = field(default_factory=dict)
+    plugin_versions: Mapping[str, str]
 
 
 class Engine(CommandService, Protocol):
