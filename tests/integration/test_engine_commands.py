@@ -98,6 +98,23 @@ def test_creates_in_dependency_order_and_resolves_references(env: Env):
     env.run(scenario)
 
 
+def test_a_command_is_stored_in_progress_with_its_updates_before_it_runs(env: Env):
+    # One write stands between a submission and its first plugin call: the command (already InProgress, as it
+    # starts at once) with its updates. Checked when ``apply`` returns, before the command's task first runs.
+    async def scenario(engine: Engine) -> None:
+        response = await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
+                                      CALLER)
+        command = env.datastore.get_command(response.CommandId)
+        assert command is not None and command.state == "InProgress" and command.end_ts is None
+        updates = env.datastore.get_resource_updates(response.CommandId).items
+        assert sorted((u.resource_label, u.state) for u in updates) == [("a", "NotStarted"), ("b", "NotStarted")]
+        assert not env.cloud.calls()
+        view = await engine.wait(response.CommandId, TIMEOUT)
+        assert view is not None and view.State == "Success"
+
+    env.run(scenario)
+
+
 def test_update_in_place_then_no_op(env: Env):
     async def scenario(engine: Engine) -> None:
         await applied(engine, env.forma(item("a", "1")))

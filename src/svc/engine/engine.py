@@ -32,7 +32,15 @@ from svc.engine.background import PeriodicJob
 from svc.engine.errors import ConflictingCommands, InvalidForma
 from svc.engine.executor import CommandRun, Node
 from svc.engine.graph import build_graph
-from svc.engine.ledger import UpdateData, change_of, command_record, overall_state, update_record, utcnow
+from svc.engine.ledger import (
+    UpdateData,
+    change_of,
+    command_record,
+    overall_state,
+    update_data,
+    update_record,
+    utcnow,
+)
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, ResourceChange, plan
 from svc.engine.policies import persist_policies, stored_policies
@@ -219,13 +227,17 @@ class Engine:
             if simulate:
                 return wire.SubmitCommandResponse(CommandId=command_id, Simulation=simulation)
             await self._refuse_conflicts(changeset)
-            records = [update_record(command_id, change, self.sealer) for change in changeset.resources]
+            data = [update_data(change, self.sealer) for change in changeset.resources]
+            records = [update_record(command_id, change, each)
+                       for change, each in zip(changeset.resources, data, strict=True)]
+            # Stored as InProgress: it starts as soon as it is stored, and a separate write of that state would
+            # stand between storing the command and its first plugin call.
             command = command_record(command_id, changeset, client_id=caller.client_id, subject=caller.subject,
                                      force=request.force, description=description, agent_id=self.settings.agent_id,
-                                     agent_version=self.settings.agent_version, source=caller.source)
+                                     agent_version=self.settings.agent_version, source=caller.source,
+                                     state=CommandState.IN_PROGRESS)
             await asyncio.to_thread(self._store_command, command, records, changeset)
-            nodes = {change.key: Node(change, UpdateData.from_json(dict(record.data)))
-                     for change, record in zip(changeset.resources, records, strict=True)}
+            nodes = {change.key: Node(change, each) for change, each in zip(changeset.resources, data, strict=True)}
             self._launch(command_id, graph, nodes, command)
             if any(target.starts_discovery for target in changeset.targets):
                 self._discover_after(command_id)
@@ -305,6 +317,7 @@ class Engine:
                 command: CommandRecord | None = None) -> None:
         steps = Steps(command_id, self.store, self.writer, self.runners, self.policy)
         run = CommandRun(command_id, graph, nodes, self.store, steps, self.limits, self._finish, self.writer,
+                         in_progress_stored=command is not None and command.state == CommandState.IN_PROGRESS,
                          detached=self._detached)
         self._runs[command_id] = run
         task = asyncio.create_task(traced_command(run.run(), command_id, command), name=f"command {command_id}")

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from svc.datastore.interface import Datastore
-from svc.datastore.records import TERMINAL_UPDATE_STATES, UpdateState
+from svc.datastore.records import TERMINAL_UPDATE_STATES, CommandState, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.graph import Graph
 from svc.engine.ledger import UpdateData, overall_state, utcnow
@@ -47,13 +47,15 @@ class CommandRun:
     limits: Callable[[str], NamespaceLimits]
     on_finish: Callable[[str, str, set[str]], Awaitable[None]]
     writer: BatchWriter
+    in_progress_stored: bool = False  # the command's InProgress state is stored already
     canceling: bool = False
     running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     detached: set[asyncio.Task[None]] = field(default_factory=set)  # abandoned by a force cancel
     _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
 
     async def run(self) -> str:
-        await asyncio.to_thread(self.store.set_command_state, self.command_id, "InProgress")
+        if not self.in_progress_stored:
+            await asyncio.to_thread(self.store.set_command_state, self.command_id, CommandState.IN_PROGRESS)
         waiting = {key: {dep for dep in self.graph.waits_for[key]
                          if self.nodes[dep].state != UpdateState.SUCCESS} for key in self.nodes}
         done = self._wake

@@ -75,9 +75,13 @@ class UpdateData:
                    extra={k: v for k, v in document.items() if k not in known})
 
 
-def update_record(command_id: str, change: ResourceChange, sealer: Sealer) -> ResourceUpdateRecord:
+def update_data(change: ResourceChange, sealer: Sealer) -> UpdateData:
+    """A new update's data: its change with secrets hashed, the plain-text desired state sealed."""
     stored, sealed = _secret_free(change)
-    data = UpdateData(change=stored, desired_sealed=sealer.seal(change.desired) if sealed else None)
+    return UpdateData(change=stored, desired_sealed=sealer.seal(change.desired) if sealed else None)
+
+
+def update_record(command_id: str, change: ResourceChange, data: UpdateData) -> ResourceUpdateRecord:
     return ResourceUpdateRecord(
         command_id=command_id, ksuid=change.ksuid, operation=change.operation, state=UpdateState.NOT_STARTED,
         resource_type=change.type, resource_label=change.label, stack_label=change.stack,
@@ -95,10 +99,10 @@ def change_of(record: ResourceUpdateRecord, sealer: Sealer) -> ResourceChange:
 
 
 def command_record(command_id: str, changeset: Changeset, *, client_id: str, subject: str | None, force: bool,
-                   description: tuple[str, bool], agent_id: str, agent_version: str,
-                   source: str = "user") -> CommandRecord:
+                   description: tuple[str, bool], agent_id: str, agent_version: str, source: str = "user",
+                   state: str = CommandState.NOT_STARTED) -> CommandRecord:
     return CommandRecord(
-        id=command_id, command=changeset.command, state=CommandState.NOT_STARTED, start_ts=utcnow(),
+        id=command_id, command=changeset.command, state=state, start_ts=utcnow(),
         mode=changeset.mode, source=source, client_id=client_id, agent_id=agent_id, agent_version=agent_version,
         subject=subject, subject_name=subject, description_text=description[0], description_confirm=description[1],
         force=force, data={"targets": [t.to_json() for t in changeset.targets],
