@@ -98,21 +98,29 @@ def test_creates_in_dependency_order_and_resolves_references(env: Env):
     env.run(scenario)
 
 
-def test_a_command_is_stored_in_progress_with_its_updates_before_it_runs(env: Env):
-    # One write stands between a submission and its first plugin call: the command (already InProgress, as it
-    # starts at once) with its updates. Checked when ``apply`` returns, before the command's task first runs.
+def test_a_command_is_stored_in_progress_with_its_updates_then_sends_its_first_calls_before_answering(
+        env: Env, monkeypatch: pytest.MonkeyPatch):
+    # One write stands between a submission and its first plugin calls: the command (InProgress already, as it
+    # starts at once) with its updates. Those calls go out before ``apply`` answers, not after.
+    states: list[str] = []
+    set_command_state = env.datastore.set_command_state
+    monkeypatch.setattr(env.datastore, "set_command_state",
+                        lambda command_id, state, **kw: states.append(state) or set_command_state(command_id, state, **kw))
+
     async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("latency", {"create": 0.5})
         response = await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
                                       CALLER)
         command = env.datastore.get_command(response.CommandId)
         assert command is not None and command.state == "InProgress" and command.end_ts is None
-        updates = env.datastore.get_resource_updates(response.CommandId).items
-        assert sorted((u.resource_label, u.state) for u in updates) == [("a", "NotStarted"), ("b", "NotStarted")]
-        assert not env.cloud.calls()
+        updates = {u.resource_label: u.state for u in env.datastore.get_resource_updates(response.CommandId).items}
+        assert updates == {"a": "NotStarted", "b": "NotStarted"}  # a's InProgress write waits for a slow call
+        assert [call["op"] for call in env.cloud.calls()] == ["create"]  # a's, sent before the answer
         view = await engine.wait(response.CommandId, TIMEOUT)
         assert view is not None and view.State == "Success"
 
     env.run(scenario)
+    assert states == ["Success"]
 
 
 def test_update_in_place_then_no_op(env: Env):

@@ -238,9 +238,12 @@ class Engine:
                                      state=CommandState.IN_PROGRESS)
             await asyncio.to_thread(self._store_command, command, records, changeset)
             nodes = {change.key: Node(change, each) for change, each in zip(changeset.resources, data, strict=True)}
-            self._launch(command_id, graph, nodes, command)
+            run = self._launch(command_id, graph, nodes, command)
             if any(target.starts_discovery for target in changeset.targets):
                 self._discover_after(command_id)
+        # The first plugin calls go out before the caller builds and sends its answer (the plan of a big
+        # command takes milliseconds to serialise), not after.
+        await run.dispatched.wait()
         return wire.SubmitCommandResponse(CommandId=command_id, Simulation=simulation)
 
     def _store_baseline(self, command_id: str, changeset: Changeset, force: bool, caller: Caller,
@@ -314,7 +317,7 @@ class Engine:
                                       {"ConflictingCommands": [view.to_json() for view in found]})
 
     def _launch(self, command_id: str, graph, nodes: dict[str, Node],  # type: ignore[no-untyped-def]
-                command: CommandRecord | None = None) -> None:
+                command: CommandRecord | None = None) -> CommandRun:
         steps = Steps(command_id, self.store, self.writer, self.runners, self.policy)
         run = CommandRun(command_id, graph, nodes, self.store, steps, self.limits, self._finish, self.writer,
                          in_progress_stored=command is not None and command.state == CommandState.IN_PROGRESS,
@@ -326,8 +329,10 @@ class Engine:
         def forget(_: asyncio.Task[str]) -> None:
             self._runs.pop(command_id, None)
             self._tasks.pop(command_id, None)
+            run.dispatched.set()  # a task canceled before it ran never set it
 
         task.add_done_callback(forget)
+        return run
 
     async def _finish(self, command_id: str, state: str, delete_stacks: set[str]) -> None:
         """Ends a command: targets and stacks its deletes emptied go, then the command's final state.

@@ -51,20 +51,17 @@ class CommandRun:
     canceling: bool = False
     running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     detached: set[asyncio.Task[None]] = field(default_factory=set)  # abandoned by a force cancel
+    # Set once the first changes are started: their tasks were created before it, so whoever awaits it
+    # resumes only after each of them ran up to its first plugin call (or its wait for a slot).
+    dispatched: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
 
     async def run(self) -> str:
-        if not self.in_progress_stored:
-            await asyncio.to_thread(self.store.set_command_state, self.command_id, CommandState.IN_PROGRESS)
-        waiting = {key: {dep for dep in self.graph.waits_for[key]
-                         if self.nodes[dep].state != UpdateState.SUCCESS} for key in self.nodes}
+        try:
+            waiting = await self._begin()
+        finally:
+            self.dispatched.set()
         done = self._wake
-        for key, node in self.nodes.items():
-            if node.state in TERMINAL_UPDATE_STATES and node.state != UpdateState.SUCCESS:
-                await self._fail_downstream(key)
-        for key in sorted(self.nodes):
-            if self.nodes[key].state not in TERMINAL_UPDATE_STATES and not waiting[key]:
-                self._start(key, done)
         while self.running:
             key = await done.get()
             if key not in self.running:
@@ -83,6 +80,20 @@ class CommandRun:
         await self.on_finish(self.command_id, state, {node.change.stack for node in self.nodes.values()
                                                       if node.change.operation == "delete"})
         return state
+
+    async def _begin(self) -> dict[str, set[str]]:
+        """Starts every change that waits for nothing; returns what each change still waits for."""
+        if not self.in_progress_stored:
+            await asyncio.to_thread(self.store.set_command_state, self.command_id, CommandState.IN_PROGRESS)
+        waiting = {key: {dep for dep in self.graph.waits_for[key]
+                         if self.nodes[dep].state != UpdateState.SUCCESS} for key in self.nodes}
+        for key, node in self.nodes.items():
+            if node.state in TERMINAL_UPDATE_STATES and node.state != UpdateState.SUCCESS:
+                await self._fail_downstream(key)
+        for key in sorted(self.nodes):
+            if self.nodes[key].state not in TERMINAL_UPDATE_STATES and not waiting[key]:
+                self._start(key, self._wake)
+        return waiting
 
     def _start(self, key: str, done: asyncio.Queue[str]) -> None:
         self.running[key] = asyncio.create_task(self._execute(key, done), name=f"{self.command_id}:{key}")
