@@ -10,7 +10,7 @@ times grow with whatever else runs on the machine; CPU seconds hardly do). Then,
 plugin call, 400 resources in chains of depth 4: the agent's execution ÷ the lower bound set by the critical
 path and the in-flight limit, and the FAKE plugin process's own floor (``engine_floor`` says how both are
 computed), each the median of five applies. On a machine with two CPUs or more, the same again with the agent
-on CPU 0 and its plugin on CPU 1 (``_latency_apart``: a diagnostic of the kernel's placement, which svc leaves
+on CPU 0 and its plugin on CPU 1 (``_latency_at``: a diagnostic of the kernel's placement, which svc leaves
 alone). The same at lower in-flight limits (``--in-flight``, each on an agent of its own whose FAKE plugin
 has that ``maxInFlight``): at 64 calls in flight the bound asks for 3,200 creates a second, so the ratio there
 measures the agent's CPU per change; at a lower limit it measures how promptly the scheduler refills the slots
@@ -268,11 +268,23 @@ async def _hosted_floor(cloud: Path, chains: int, depth: int, in_flight: int) ->
         await plugin.close()
 
 
-def _latency_at(directory: Path, in_flight: int) -> None:
+def _latency_at(directory: Path, in_flight: int = IN_FLIGHT, *, apart: bool = False) -> None:
+    """The latency runs on an agent of their own whose FAKE plugin has ``in_flight`` as its ``maxInFlight``;
+    ``apart``: with the agent on CPU 0 and its plugin processes on CPU 1. That is a diagnostic, not a setting
+    svc makes. Writing a request to a plugin's pipe costs the event loop ~0.13 ms of wall time for 5 µs of CPU:
+    it wakes the plugin, and where the kernel runs the woken plugin matters. Kept apart, the two processes halve
+    that stall; plugin nice levels leave it as it is. The difference between the two runs is what the default
+    placement costs."""
     directory.mkdir()
     agent = start_fake_agent(directory, plugin_config=f"maxInFlight = {in_flight}")
     try:
-        latency(Cli(agent, directory / "data"), directory, in_flight)
+        assert agent.process is not None
+        if apart:
+            _pin(agent.process.pid, {0})
+            for child in _children(agent.process.pid):
+                _pin(child, {1})
+        latency(Cli(agent, directory / "data"), directory, in_flight,
+                setting=" (agent on CPU 0, plugin on CPU 1)" if apart else "")
     finally:
         agent.stop()
 
@@ -281,24 +293,6 @@ def _pin(pid: int, cpus: set[int]) -> None:
     """Lets every thread of process ``pid`` run on ``cpus`` only (threads it starts later inherit it)."""
     for task in Path(f"/proc/{pid}/task").iterdir():
         os.sched_setaffinity(int(task.name), cpus)
-
-
-def _latency_apart(directory: Path) -> None:
-    """The default latency run again, with the agent on CPU 0 and its plugin processes on CPU 1. A diagnostic,
-    not a setting svc makes. Writing a request to a plugin's pipe costs the event loop ~0.13 ms of wall time for
-    5 µs of CPU: it wakes the plugin, and where the kernel runs the woken plugin matters. Kept apart, the two
-    processes halve that stall. Plugin nice levels leave it as it is. The difference between the two runs is
-    what the default placement costs."""
-    directory.mkdir()
-    agent = start_fake_agent(directory)
-    try:
-        assert agent.process is not None
-        _pin(agent.process.pid, {0})
-        for child in _children(agent.process.pid):
-            _pin(child, {1})
-        latency(Cli(agent, directory / "data"), directory, setting=" (agent on CPU 0, plugin on CPU 1)")
-    finally:
-        agent.stop()
 
 
 def main() -> None:
@@ -319,7 +313,7 @@ def main() -> None:
             latency(cli, directory)
             peak = peak_rss_mib(agent.process.pid)
             if len(os.sched_getaffinity(0)) >= 2:
-                _latency_apart(directory / "apart")
+                _latency_at(directory / "apart", apart=True)
             for in_flight in args.in_flight:
                 _latency_at(directory / f"in-flight-{in_flight}", in_flight)
             print(f"agent peak RSS (VmHWM) {peak:.0f} MiB  [goal ≤ {RSS_GOAL_MIB} MiB: "
