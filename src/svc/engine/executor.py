@@ -54,6 +54,7 @@ class CommandRun:
     # Set once the first changes are started: their tasks were created before it, so whoever awaits it
     # resumes only after each of them ran up to its first plugin call (or its wait for a slot).
     dispatched: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    # The key of each change that ended, and "" when a force cancel wakes the loop.
     _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
 
     async def run(self) -> str:
@@ -61,9 +62,8 @@ class CommandRun:
             waiting = await self._begin()
         finally:
             self.dispatched.set()
-        done = self._wake
         while self.running:
-            key = await done.get()
+            key = await self._wake.get()
             if key not in self.running:
                 continue  # a wake-up, or an abandoned change that ended
             self.running.pop(key)
@@ -73,7 +73,7 @@ class CommandRun:
                     waiting[dependent].discard(key)
                     if (not waiting[dependent] and self.nodes[dependent].state == UpdateState.NOT_STARTED
                             and not self.canceling):
-                        self._start(dependent, done)
+                        self._start(dependent)
             else:
                 await self._fail_downstream(key)
         state = overall_state([node.state for node in self.nodes.values()])
@@ -92,13 +92,13 @@ class CommandRun:
                 await self._fail_downstream(key)
         for key in sorted(self.nodes):
             if self.nodes[key].state not in TERMINAL_UPDATE_STATES and not waiting[key]:
-                self._start(key, self._wake)
+                self._start(key)
         return waiting
 
-    def _start(self, key: str, done: asyncio.Queue[str]) -> None:
-        self.running[key] = asyncio.create_task(self._execute(key, done), name=f"{self.command_id}:{key}")
+    def _start(self, key: str) -> None:
+        self.running[key] = asyncio.create_task(self._execute(key), name=f"{self.command_id}:{key}")
 
-    async def _execute(self, key: str, done: asyncio.Queue[str]) -> None:
+    async def _execute(self, key: str) -> None:
         node = self.nodes[key]
         change = node.change
         try:
@@ -135,7 +135,7 @@ class CommandRun:
             except Exception:  # noqa: BLE001
                 log.exception("cannot store the failure of %s", key)
         finally:
-            done.put_nowait(key)
+            self._wake.put_nowait(key)
 
     async def _fail_downstream(self, key: str) -> None:
         source = self.nodes[key].change
