@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +54,28 @@ def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute("PRAGMA journal_mode=WAL")  # readers proceed while one writer writes
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        _use_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA case_sensitive_like=ON")  # LIKE must agree with '=' on case (as on PostgreSQL)
     finally:
         cursor.close()
+
+
+def _use_wal(cursor: sqlite3.Cursor) -> None:
+    """Switches the file to WAL (readers proceed while one writer writes). While another connection converts a
+    new file, SQLite can refuse the switch as "database is locked" without waiting on the busy handler, so
+    processes starting together on one file retry it here, within the same busy timeout."""
+    give_up = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= give_up:
+                raise
+            time.sleep(0.01)
 
 
 def _on_begin(conn: sa.Connection) -> None:
