@@ -9,11 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from svc.pkl import (
     EvaluationRequest,
     PklError,
+    PklServer,
     PluginConfigReader,
     bundled_modules,
     evaluate_json,
@@ -41,6 +43,25 @@ def test_one_server_process_serves_many_evaluations(write_pkl) -> None:
     for _ in range(5):
         evaluate_json(module)
     assert pid is not None and shared_server().pid == pid
+
+
+def test_a_server_that_breaks_the_protocol_is_replaced_and_the_evaluation_retried(write_pkl, caplog) -> None:
+    """A message that is not ``[code, body]`` (seen once in CI, with a string as the code) means the stream is
+    out of step: that server is killed and the evaluation runs again on a new one, instead of failing on it."""
+    module = write_pkl("m.pkl", "x = 1\noutput { renderer = new JsonRenderer {} }\n")
+    server = PklServer()
+    try:
+        request = EvaluationRequest(module.as_uri(), expression="output.text")
+        assert json.loads(server.evaluate(request)) == {"x": 1}
+        broken = server.pid
+        server._unpacker.feed(msgpack.packb(["0x24", {"requestId": 99}]))  # noqa: SLF001 - the fault to simulate
+        assert json.loads(server.evaluate(request)) == {"x": 1}
+        assert server.pid not in (None, broken)
+        assert "malformed message: an array of 2 (str, dict)" in caplog.text
+        os.kill(server.pid, 9)  # a server that died between evaluations is replaced the same way
+        assert json.loads(server.evaluate(request)) == {"x": 1}
+    finally:
+        server.close()
 
 
 def test_edits_between_evaluations_are_seen(write_pkl) -> None:

@@ -119,6 +119,9 @@ class PklServer:
         assert self._process is not None and self._process.stdout is not None and self._unpacker is not None
         while True:
             for message in self._unpacker:
+                if (not isinstance(message, (list, tuple)) or len(message) != 2 or not isinstance(message[0], int)
+                        or not isinstance(message[1], dict)):
+                    raise PklServerError(f"pkl server sent a malformed message: {_shape(message)}")
                 return message[0], message[1]
             chunk = os.read(self._process.stdout.fileno(), 65536)
             if not chunk:
@@ -141,7 +144,7 @@ class PklServer:
             elif code in (_READ_MODULE, _LIST_MODULES, _READ_RESOURCE, _LIST_RESOURCES):
                 self._serve_read(code, body, readers)
             else:
-                raise PklServerError(f"unexpected message {code:#x} from pkl server")
+                raise PklServerError(f"unexpected message {code:#x} from pkl server (fields {sorted(body)})")
 
     def _serve_read(self, code: int, body: dict[str, Any], readers: dict[str, ModuleReader]) -> None:
         uri = body["uri"]
@@ -169,13 +172,24 @@ class PklServer:
         """Evaluates ``request.expression`` in the module and returns the decoded value."""
         with self._lock:
             try:
-                return self._evaluate_locked(request)
-            except (OSError, PklServerError):
-                # A dead or confused server is replaced on the next evaluation.
-                if self._process is not None:
-                    self._process.kill()
-                    self._process = None
-                raise
+                return self._evaluate_once(request)
+            except (OSError, PklServerError) as error:
+                # Evaluation has no side effects, so one retry on a fresh server hides a hiccup of the old one.
+                log.warning("%s; retrying on a new pkl server", error)
+                return self._evaluate_once(request)
+
+    def _evaluate_once(self, request: EvaluationRequest) -> Any:
+        try:
+            return self._evaluate_locked(request)
+        except PklError:
+            raise  # an answer: the conversation is intact
+        except BaseException:
+            # A dead server, or one whose stream is no longer in step, is replaced on the next evaluation.
+            if self._process is not None:
+                self._process.kill()
+                self._process.wait()
+                self._process = None
+            raise
 
     def _evaluate_locked(self, request: EvaluationRequest) -> Any:
         self._ensure_started()
@@ -223,6 +237,13 @@ class PklServer:
         if result.get("error"):
             raise PklError(result["error"])
         return msgpack.unpackb(result["result"], raw=False)
+
+
+def _shape(message: Any) -> str:
+    """What a message looks like, without its values (which can hold a forma's secrets)."""
+    if isinstance(message, (list, tuple)):
+        return f"an array of {len(message)} ({', '.join(type(item).__name__ for item in message[:3])})"
+    return f"a {type(message).__name__}"
 
 
 _shared: PklServer | None = None
