@@ -2,8 +2,10 @@
 
 Synchronization, discovery, the TTL sweep and auto-reconcile each run as one ``PeriodicJob``: the
 first run ``first_delay`` after start, then ``interval`` after each run *ends* (a slow run never
-overlaps the next). ``run_now`` (the ``/admin/*`` endpoints) starts a run at once, or joins the one
-in progress, and returns its result. A failing run is logged and the timer goes on.
+overlaps the next). ``run_now`` (the ``/admin/*`` endpoints, discovery after a command) returns the
+result of a run that starts after it was called: at once, or when the run in progress ends, because
+that run may have read the world before the caller changed it. Callers that arrive during one run share
+the next. A failing run is logged and the timer goes on.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class PeriodicJob:
         self._work = work
         self._timer: asyncio.Task[None] | None = None
         self._current: asyncio.Task[Any] | None = None
+        self._next: asyncio.Task[Any] | None = None  # the run that follows the current one, for run_now
 
     def start(self) -> None:
         """Starts the timer (when enabled); ``run_now`` works either way."""
@@ -35,16 +38,31 @@ class PeriodicJob:
             self._timer = asyncio.create_task(self._loop(), name=f"{self.name} timer")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._timer, self._current) if t is not None]
+        tasks = [t for t in (self._timer, self._next, self._current) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._timer = self._current = None
+        self._timer = self._next = self._current = None
 
     async def run_now(self) -> Any:
-        """Runs the job now (or waits for the run in progress) and returns what it returned."""
-        if self._current is None or self._current.done():
+        """Runs the job and returns what it returned; the run starts after this call (see the module)."""
+        if self.running:
+            if self._next is None:
+                self._next = asyncio.create_task(self._after(self._current), name=f"{self.name} next")
+            return await asyncio.shield(self._next)
+        return await self._run()
+
+    async def _after(self, running: asyncio.Task[Any] | None) -> Any:
+        if running is not None:
+            await asyncio.wait({running})  # its outcome is its own callers'
+        self._next = None
+        return await self._run()
+
+    async def _run(self) -> Any:
+        """Starts a run, or joins the one in progress (the timer: a run that just started is as good as new)."""
+        if not self.running:
             self._current = asyncio.create_task(traced_job(self.name, self._work()), name=self.name)
+        assert self._current is not None
         return await asyncio.shield(self._current)
 
     @property
@@ -57,7 +75,7 @@ class PeriodicJob:
             await asyncio.sleep(delay)
             delay = self.interval
             try:
-                await self.run_now()
+                await self._run()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the next run may succeed (a datastore back, a plugin restarted)

@@ -1,7 +1,8 @@
 """``/admin/*``: run a background job now instead of waiting for its timer (operators and tests).
 
-Each endpoint runs its job to the end (or joins the run in progress, ``PeriodicJob.run_now``) and
-answers 200 with what the run did.
+Each endpoint runs its job to the end and answers 200 with what the run did. The run starts after the
+request arrived (after the run in progress, if any: ``PeriodicJob.run_now``), so it sees what the caller
+changed just before.
 """
 
 from __future__ import annotations
