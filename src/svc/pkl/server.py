@@ -96,10 +96,14 @@ class PklServer:
 
     def close(self) -> None:
         with self._lock:
-            if self._process is not None:
-                self._process.kill()
-                self._process.wait()
-                self._process = None
+            self._discard_process()
+
+    def _discard_process(self) -> None:
+        """Kills the server (under the lock); the next evaluation starts a new one."""
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
 
     @property
     def pid(self) -> int | None:
@@ -184,11 +188,7 @@ class PklServer:
         except PklError:
             raise  # an answer: the conversation is intact
         except BaseException:
-            # A dead server, or one whose stream is no longer in step, is replaced on the next evaluation.
-            if self._process is not None:
-                self._process.kill()
-                self._process.wait()
-                self._process = None
+            self._discard_process()  # dead, or its stream no longer in step with ours
             raise
 
     def _evaluate_locked(self, request: EvaluationRequest) -> Any:
