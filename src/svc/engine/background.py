@@ -46,15 +46,15 @@ class PeriodicJob:
 
     async def run_now(self) -> Any:
         """Runs the job and returns what it returned; the run starts after this call (see the module)."""
-        if self.running:
+        current = self._current
+        if current is not None and not current.done():
             if self._next is None:
-                self._next = asyncio.create_task(self._after(self._current), name=f"{self.name} next")
+                self._next = asyncio.create_task(self._after(current), name=f"{self.name} next")
             return await asyncio.shield(self._next)
         return await self._run()
 
-    async def _after(self, running: asyncio.Task[Any] | None) -> Any:
-        if running is not None:
-            await asyncio.wait({running})  # its outcome is its own callers'
+    async def _after(self, running: asyncio.Task[Any]) -> Any:
+        await asyncio.wait({running})  # its outcome is its own callers'
         self._next = None
         return await self._run()
 
