@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from svc.plugins.host import HostedPlugin
+from svc.plugins.process import PluginProcess
 from svc.plugins.runner import Call, PluginCallError, PluginLoadError
 from svc.plugins.sdk import ErrorCode, Status
 
@@ -90,6 +91,18 @@ def test_many_requests_are_in_flight_at_once(tmp_path: Path) -> None:
     results = hosted(probe(tmp_path, Barrier=parties), body)
     # Each read waits at a barrier for all the others: a host that sent them one by one would time out.
     assert all(r.error_code is None for r in results), [r.message for r in results if r.error_code]
+
+
+def test_a_plugin_answers_shutdown_before_it_exits(tmp_path: Path) -> None:
+    """Its answers leave in one write per loop turn: the last one must still be written before the process ends."""
+    host = probe(tmp_path)
+
+    async def main() -> tuple[Any, int]:
+        process = await PluginProcess.spawn("PROBE", host.argv, host.env, host.plugin_config)
+        answer = await process.request("shutdown", {}, 5.0)
+        return answer, await process.process.wait()
+
+    assert asyncio.run(main()) == ({}, 0)
 
 
 def test_a_plugin_that_keeps_crashing_is_given_up_after_its_restart_budget(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc.plugins import protocol
+from svc.plugins.lines import LineWriter
 from svc.plugins.sdk import Json
 
 log = logging.getLogger("svc.plugins")
@@ -61,7 +62,7 @@ class PluginProcess:
         self.hello: Hello | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._write_lock = asyncio.Lock()
+        self._lines = LineWriter(process.stdin) if process.stdin is not None else None
         self._stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
         self._plugin_log = logging.getLogger(f"svc.plugin.{namespace}")
         self._tasks: list[asyncio.Task[None]] = []
@@ -213,13 +214,11 @@ class PluginProcess:
             self._pending.pop(request_id, None)
 
     async def _write(self, data: bytes) -> None:
-        assert self.process.stdin is not None
-        async with self._write_lock:
-            try:
-                self.process.stdin.write(data)
-                await self.process.stdin.drain()
-            except (BrokenPipeError, ConnectionResetError) as error:
-                raise ProcessDied() from error
+        assert self._lines is not None
+        try:
+            await self._lines.send(data)
+        except (BrokenPipeError, ConnectionResetError) as error:
+            raise ProcessDied() from error
 
     # -- ending -------------------------------------------------------------------------------------------------
 

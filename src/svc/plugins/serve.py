@@ -25,6 +25,7 @@ from typing import Any
 
 from svc.plugins import protocol
 from svc.plugins.installed import PLUGIN_ENTRY_POINT_GROUP
+from svc.plugins.lines import LineWriter
 from svc.plugins.runner import InProcessRunner, PluginCallError, PluginLoadError, load_plugin_class
 from svc.plugins.sdk import Json, Operation
 
@@ -38,7 +39,7 @@ class _Server:
     def __init__(self, plugin: Any, namespace: str, writer: asyncio.StreamWriter) -> None:
         self.plugin = plugin
         self.namespace = namespace
-        self.writer = writer
+        self.lines = LineWriter(writer)
         self.runner: InProcessRunner | None = None
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -50,8 +51,7 @@ class _Server:
         return self.runner
 
     async def send(self, message: Json) -> None:
-        self.writer.write(protocol.encode(message))
-        await self.writer.drain()
+        await self.lines.send(protocol.encode(message))
 
     async def handle(self, message: Json) -> bool:
         """Answers one message; False when the agent asked to shut down."""
@@ -132,6 +132,13 @@ async def serve(plugin: Any, namespace: str, version: str, *, name: str | None =
     reader, writer = await _pipes(input_fd, output_fd)
     server = _Server(plugin, namespace, writer)
     await server.send(protocol.hello(name or namespace.lower(), version, namespace, os.getpid()))
+    try:
+        await _answer_requests(reader, server)
+    finally:
+        server.lines.flush()  # the last answers (``shutdown``'s) before the process exits
+
+
+async def _answer_requests(reader: asyncio.StreamReader, server: _Server) -> None:
     while True:
         try:
             line = await reader.readline()
