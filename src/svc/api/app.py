@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from svc.api.auth import BasicAuthenticator, BasicAuthMiddleware
 from svc.api.health import DatastoreHealth
 from svc.api.problems import HttpProblem
+from svc.api.responses import JSONResponse
 from svc.api.routes import ROUTERS
 from svc.config.model import AgentConfig
 from svc.datastore import Datastore, DatastoreUnavailable, InvalidCursorError, InvalidQueryError

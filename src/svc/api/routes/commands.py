@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 
 from svc.api import deps, wire
 from svc.api.problems import bad_request, not_found
+from svc.api.responses import JSONResponse
 from svc.api.submission import read_submission
 from svc.datastore import COMMAND_FIELDS, parse_query
 from svc.engine.service import ApplyRequest

@@ -10,12 +10,13 @@ import re
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from svc.api import deps
 from svc.api.catalog_views import policy_json, stack_json, stack_policies, standalone_policies, target_json
 from svc.api.problems import HttpProblem, bad_request, nothing_found
 from svc.api.resource_views import ReferenceNames, resource_json, summary_json
+from svc.api.responses import JSONResponse
 from svc.api.streaming import PagedList, dumps, json_array, streamed
 from svc.datastore import RESOURCE_FIELDS, Datastore, Page, PolicyRecord, TargetFilter, parse_query
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 
 from svc.api import deps
 from svc.api.problems import HttpProblem
+from svc.api.responses import JSONResponse
 from svc.plugins.listing import installed_listing
 
 router = APIRouter()

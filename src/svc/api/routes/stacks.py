@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 
 from svc.api import deps
 from svc.api.problems import HttpProblem, nothing_found
 from svc.api.resource_views import ReferenceNames, resource_json
+from svc.api.responses import JSONResponse
 from svc.datastore import Datastore
 from svc.engine.drift import Drifted, drift, drift_patch, observed
 from svc.engine.reconciler import AutoReconciler
