@@ -273,9 +273,8 @@ def _latency_at(directory: Path, in_flight: int = IN_FLIGHT, *, apart: bool = Fa
     ``apart``: with the agent on CPU 0 and its plugin processes on CPU 1. That is a diagnostic, not a setting
     svc makes. A write to a plugin's pipe (one per event-loop turn and up to eight requests, ``svc.plugins.lines``)
     costs the event loop ~0.13 ms of wall time for 5 µs of CPU: it wakes the plugin, and where the kernel runs the
-    woken plugin matters. Kept apart, the two processes halve
-    that stall; plugin nice levels leave it as it is. The difference between the two runs is what the default
-    placement costs."""
+    woken plugin matters. Kept apart, the two processes halve that stall; plugin nice levels leave it as it is.
+    The difference between the two runs is what the default placement costs."""
     directory.mkdir()
     agent = start_fake_agent(directory, plugin_config=f"maxInFlight = {in_flight}")
     try:
