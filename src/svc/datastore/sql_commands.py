@@ -7,7 +7,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from svc.datastore.bulk import BulkStatement
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import Pattern, Query
 from svc.datastore.query_sql import conditions, match, matcher
@@ -77,6 +80,23 @@ def _update_values(record: ResourceUpdateRecord) -> dict[str, Any]:
     }
 
 
+_UPDATE_COLUMNS = tuple(column.key for column in u.c)
+
+
+def _upsert_updates(dialect: sa.Dialect) -> sa.Insert:
+    """Inserts resource updates, or rewrites those already stored that are not terminal yet."""
+    insert = (pg_insert if dialect.name == "postgresql" else sqlite_insert)(u)
+    return insert.on_conflict_do_update(
+        index_elements=[u.c.command_id, u.c.ksuid, u.c.operation],
+        set_={name: insert.excluded[name] for name in _UPDATE_COLUMNS
+              if name not in ("command_id", "ksuid", "operation")},
+        # Plain binds, not an expanding IN list: executemany cannot take expanding parameters.
+        where=u.c.state.not_in([sa.literal(str(state)) for state in TERMINAL_UPDATE_STATES]))
+
+
+_UPSERT_UPDATES = BulkStatement(_upsert_updates, _UPDATE_COLUMNS)
+
+
 class CommandStore(SqlBase):
     # -- commands ----------------------------------------------------------------------------------------
 
@@ -95,17 +115,9 @@ class CommandStore(SqlBase):
                 set_={name: statement.excluded[name] for name in command_row if name != "id"},
                 where=c.c.state.not_in(TERMINAL_COMMAND_STATES))
             written = conn.execute(statement.returning(c.c.id)).first() is not None
-            if update_rows:
-                insert = self.insert(u)
-                insert = insert.on_conflict_do_update(
-                    index_elements=[u.c.command_id, u.c.ksuid, u.c.operation],
-                    set_={name: insert.excluded[name] for name in update_rows[0]
-                          if name not in ("command_id", "ksuid", "operation")},
-                    # Plain binds, not an expanding IN list: executemany cannot take expanding parameters.
-                    where=u.c.state.not_in([sa.literal(str(state)) for state in TERMINAL_UPDATE_STATES]))
-                # One executemany: each driver batches it within its own limits (psycopg pipelines multi-row
-                # INSERTs, the Data API driver splits BatchExecuteStatement calls under the request cap).
-                conn.execute(insert, update_rows)
+            # One executemany: each driver batches it within its own limits (psycopg pipelines it, the Data API
+            # driver splits BatchExecuteStatement calls under the request cap).
+            _UPSERT_UPDATES.execute(conn, update_rows)
             if stacks:
                 covered = self.insert(cs).on_conflict_do_nothing(index_elements=[cs.c.command_id, cs.c.stack_label])
                 conn.execute(covered, [{"command_id": command.id, "stack_label": s} for s in sorted(set(stacks))])

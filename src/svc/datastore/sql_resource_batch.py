@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from svc.datastore.bulk import BulkStatement
 from svc.datastore.errors import ConflictError
 from svc.datastore.records import ResourceWrite, StoreOutcome
 from svc.datastore.sql_base import Retry, now, successor
@@ -37,11 +38,13 @@ VERSIONED = ("type", "label", "stack", "target", "native_id", "managed", "proper
 _SET_READ_ONLY = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
                                      head_is(r.c.head, HEAD_LIVE))
                   .values(read_only_properties=sa.bindparam("ro", type_=r.c.read_only_properties.type)))
-_INSERT = sa.insert(r)
+_INSERT = BulkStatement(sa.insert(r))
 # Built once, with expanding lists: building a statement per batch (and its cache key) cost more than running it.
 _HEADS = sa.select(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
-_OWNERS = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), r.c.native_id.is_not(None),
-                             r.c.type.in_(sa.bindparam("types", expanding=True)),
+# No "native_id IS NOT NULL" term, although the unique index's predicate has it: the IN list implies it for both
+# planners, and with the term spelled out SQLite scanned the index range "native_id > NULL" (every live
+# resource of the type) instead of looking each native id up.
+_OWNERS = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), r.c.type.in_(sa.bindparam("types", expanding=True)),
                              r.c.native_id.in_(sa.bindparam("native_ids", expanding=True)))
 _DEMOTE = (sa.update(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
            .values(head=HEAD_OLD).returning(r.c.ksuid, r.c.version))
@@ -157,7 +160,7 @@ class ChunkWriter:
             if sorted((row.ksuid, row.version) for row in demoted) != sorted(self.demotes.items()):
                 raise Retry("resource head moved")
         if self.pending:
-            self.conn.execute(_INSERT, list(self.pending.values()))
+            _INSERT.execute(self.conn, list(self.pending.values()))
 
 
 class AnalyzeSchedule:

@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from svc.datastore.bulk import BulkStatement
 from svc.datastore.records import TERMINAL_UPDATE_STATES
 from svc.datastore.sql_base import SqlBase, now
 from svc.datastore.tables import resource_updates
@@ -26,16 +27,17 @@ Key = tuple[str, str, str]
 
 
 @functools.cache
-def _statement(present: tuple[str, ...]) -> sa.Update:
+def _statement(present: tuple[str, ...]) -> BulkStatement:
     """The fenced UPDATE for one combination of optional columns, built once. The terminal states are
     literals, not an expanding IN list, so that ``executemany`` can take it."""
     values: dict[str, Any] = {"state": sa.bindparam("p_state"), "modified_ts": sa.bindparam("p_modified_ts")}
     for name in present:
         values[name] = sa.bindparam(f"p_{name}", type_=u.c[name].type)
     terminal = [sa.literal(str(state)) for state in TERMINAL_UPDATE_STATES]
-    return (sa.update(u).where(u.c.command_id == sa.bindparam("p_command_id"), u.c.ksuid == sa.bindparam("p_ksuid"),
-                               u.c.operation == sa.bindparam("p_operation"), u.c.state.not_in(terminal))
-            .values(**values))
+    return BulkStatement(
+        sa.update(u).where(u.c.command_id == sa.bindparam("p_command_id"), u.c.ksuid == sa.bindparam("p_ksuid"),
+                           u.c.operation == sa.bindparam("p_operation"), u.c.state.not_in(terminal))
+        .values(**values))
 
 
 # Built once, with expanding lists (see ``sql_resource_batch``).
@@ -77,7 +79,7 @@ class UpdateBatchStore(SqlBase):
             for row in rows.values():
                 shapes.setdefault(tuple(n for n in _OPTIONAL if f"p_{n}" in row), []).append(row)
             for present, group in shapes.items():
-                conn.execute(_statement(present), group)
+                _statement(present).execute(conn, group)
         return moved
 
     @staticmethod

@@ -1,0 +1,55 @@
+"""The group commit's lookups are point lookups on SQLite's indexes: a range scan would grow with every resource
+the datastore holds, in each batch of every command."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from svc.config.model import DatastoreConfig
+from svc.datastore import open_datastore
+from svc.datastore.sql_resource_batch import _HEADS, _OWNERS
+from svc.datastore.sql_store import SqlDatastore
+from svc.datastore.sql_update_batches import _CURRENT
+
+
+@pytest.fixture
+def engine() -> Iterator[sa.Engine]:
+    config = DatastoreConfig.model_validate({
+        "datastoreType": "sqlite", "sqlite": {"filePath": ":memory:"},
+        "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
+                     "connectionParams": ""},
+        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}})
+    store = open_datastore(config)
+    assert isinstance(store, SqlDatastore)
+    yield store.engine
+    store.close()
+
+
+def _plan(engine: sa.Engine, statement: sa.Select[Any], params: dict[str, Any]) -> str:
+    compiled = statement.compile(dialect=engine.dialect)
+    expanded = compiled.construct_expanded_state(params)
+    values = [expanded.parameters[name] for name in expanded.positiontup or ()]
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {expanded.statement}", tuple(values)).all()
+    return " / ".join(row[-1] for row in rows)
+
+
+# A batch's worth of keys: with a few, SQLite looks each up whatever the statement says.
+KSUIDS = [f"k{n}" for n in range(40)]
+NATIVE_IDS = [f"n{n}" for n in range(40)]
+
+
+@pytest.mark.parametrize(("statement", "params", "lookup"), [
+    (_HEADS, {"ksuids": KSUIDS}, "USING INDEX uq_resources_head (ksuid=?)"),
+    (_OWNERS, {"types": ["FAKE::Test::Item"], "native_ids": NATIVE_IDS},
+     "USING INDEX uq_resources_native_id (type=? AND native_id=?)"),
+    (_CURRENT, {"commands": ["c1"], "ksuids": KSUIDS}, "(command_id=? AND ksuid=?)"),
+], ids=["heads", "owners", "update states"])
+def test_each_lookup_searches_its_index_by_equality(engine: sa.Engine, statement: sa.Select[Any],
+                                                    params: dict[str, Any], lookup: str) -> None:
+    plan = _plan(engine, statement, params)
+    assert plan.startswith("SEARCH") and lookup in plan, plan
