@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+import sqlalchemy as sa
 
 from svc.datastore import ConflictError, Datastore
 from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
@@ -71,3 +72,53 @@ def test_a_conflicting_write_fails_the_whole_batch(datastore: Datastore) -> None
     assert datastore.get_resource("k1") is not None
     assert datastore.get_resource("k2").native_id == "n-k2"  # type: ignore[union-attr]
     assert {u.ksuid: u.state for u in datastore.get_resource_updates(command).items}["k2"] == "InProgress"
+
+
+def test_a_write_after_a_terminal_one_of_the_same_update_does_not_move(datastore: Datastore) -> None:
+    command = _command(datastore, "k1", "k2")
+    outcome = datastore.commit_changes(ChangeBatch(states=[
+        UpdateStateWrite(command, "k1", "create", "InProgress"), UpdateStateWrite(command, "k1", "create", "Success"),
+        UpdateStateWrite(command, "k1", "create", "Failed"), UpdateStateWrite(command, "k2", "create", "Success")]))
+    assert outcome.moved == [True, True, False, True]
+    assert {u.ksuid: u.state for u in datastore.get_resource_updates(command).items} == {"k1": "Success",
+                                                                                         "k2": "Success"}
+
+
+def test_a_canceled_update_among_live_ones_keeps_its_state_and_the_others_move(datastore: Datastore) -> None:
+    command = _command(datastore, "k1", "k2", "k3")
+    datastore.cancel_resource_updates(command, force=True)
+    live = _command(datastore, "k4", "k5")
+    outcome = datastore.commit_changes(ChangeBatch(
+        resources=[(live, _write("k4", "a"))],
+        states=[UpdateStateWrite(live, "k4", "create", "Success", data={"message": "done"}),
+                UpdateStateWrite(command, "k2", "create", "Success"),
+                UpdateStateWrite(live, "k5", "create", "Failed")]))
+    assert outcome.moved == [True, False, True] and outcome.stored[0].changed
+    assert {u.ksuid: u.state for u in datastore.get_resource_updates(command).items} == dict.fromkeys(
+        ("k1", "k2", "k3"), "Canceled")
+    assert {u.ksuid: (u.state, u.data) for u in datastore.get_resource_updates(live).items} == {
+        "k4": ("Success", {"message": "done"}), "k5": ("Failed", {})}
+    assert [v.version for v in datastore.resource_history("k4").items] == [outcome.stored[0].version]
+
+
+def test_a_batch_of_live_updates_is_written_without_reading_their_states(datastore: Datastore) -> None:
+    """The row counts of the UPDATEs prove what a read of the states would have (where the driver counts
+    them); a read per batch cost a statement in every group commit."""
+    command = _command(datastore, "k1", "k2")
+    engine = datastore.engine  # type: ignore[attr-defined]
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        outcome = datastore.commit_changes(ChangeBatch(
+            resources=[(command, _write("k1", "a"))],
+            states=[UpdateStateWrite(command, "k1", "create", "Success"),
+                    UpdateStateWrite(command, "k2", "create", "InProgress")]))
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    assert outcome.moved == [True, True]
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "resource_updates" in s]
+    assert len(reads) == (0 if engine.dialect.supports_sane_multi_rowcount else 1), statements

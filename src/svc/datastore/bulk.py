@@ -56,11 +56,13 @@ class BulkStatement:
         # Per dialect object: processors depend on its settings (an engine's JSON serializer), not only its name.
         self._plans: weakref.WeakKeyDictionary[sa.Dialect, Plan] = weakref.WeakKeyDictionary()
 
-    def execute(self, conn: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    def execute(self, conn: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Runs the statement once per row; returns the rows it changed in all, as the driver counts them
+        (-1 where it cannot: ``dialect.supports_sane_multi_rowcount`` says which)."""
         if not rows:
-            return
+            return 0
         plan = self.plan(conn.dialect)
-        conn.exec_driver_sql(plan.sql, [plan.bind(row) for row in rows])
+        return conn.exec_driver_sql(plan.sql, [plan.bind(row) for row in rows]).rowcount
 
     def plan(self, dialect: sa.Dialect) -> Plan:
         """The statement compiled for ``dialect``, with how a row is bound to it (made once per dialect)."""

@@ -7,7 +7,8 @@ connection checkout, BEGIN and COMMIT, and on SQLite the database's write lock, 
 writers queue for. Here the same rules run in a single write transaction: resource versions and tombstones
 through one ``ChunkWriter`` (two lookups, one demotion, one insert for the whole batch), then the update
 states, so a state still never commits without the resource state it reports. A concurrent writer that
-wins a compare-and-swap reruns the whole batch (``write_retrying``).
+wins a compare-and-swap, or an update state the batch assumed not terminal that was (``StateFence``), reruns
+the whole batch (``write_retrying``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 from svc.datastore.records import ResourceWrite, StoreOutcome
 from svc.datastore.sql_resource_batch import ChunkWriter
 from svc.datastore.sql_resources import ResourceStore, _lock_keys, _values
-from svc.datastore.sql_update_batches import UpdateBatchStore
+from svc.datastore.sql_update_batches import StateFence, UpdateBatchStore
 from svc.datastore.update_writes import ChangeBatch, ChangeBatchOutcome
 
 
@@ -29,6 +30,7 @@ class ChangeBatchStore(ResourceStore, UpdateBatchStore):
         one transaction; each answer is what the separate call would have answered."""
         prepared: list[tuple[str | None, ResourceWrite, dict[str, Any]]] = [
             (command_id, write, _values(write)) for command_id, write in batch.resources]
+        fence = StateFence(self.engine.dialect)
 
         def work(conn: sa.Connection) -> ChangeBatchOutcome:
             writes = [write for _, write, _ in prepared]
@@ -45,7 +47,7 @@ class ChangeBatchStore(ResourceStore, UpdateBatchStore):
                 chunk.command_id = command_id
                 tombstones.append(chunk.delete(ksuid))
             chunk.flush()
-            return ChangeBatchOutcome(stored, tombstones, self._set_states(conn, batch.states))
+            return ChangeBatchOutcome(stored, tombstones, fence.write(conn, batch.states))
 
         outcome = self.write_retrying(work)
         written = sum(1 for result in (*outcome.stored, *outcome.deleted) if result.changed)
