@@ -115,17 +115,17 @@ def assemble(embed: Json) -> Any:
 
 def iter_refs(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Json]]:
     """Every ``$ref`` envelope (templates included) with the property path that holds it."""
-    if is_ref(value):
-        yield path, value
-    elif is_embed(value):
-        for part in value.get("$parts", []):
-            if is_ref(part):
-                yield path, part
-    elif is_value(value):
-        return
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from iter_refs(item, (*path, key))
+    # One isinstance per node and the envelope keys tested inline: this walk runs for every resource change.
+    if isinstance(value, dict):
+        if "$ref" in value:
+            yield path, value
+        elif value.get("$embed") is True:
+            for part in value.get("$parts", []):
+                if is_ref(part):
+                    yield path, part
+        elif "$value" not in value:
+            for key, item in value.items():
+                yield from iter_refs(item, (*path, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from iter_refs(item, (*path, index))
@@ -140,11 +140,16 @@ def hint_key(path: tuple[Any, ...]) -> str:
     return ".".join(str(step) for step in path if not isinstance(step, int))
 
 
+def is_envelope(value: Json) -> bool:
+    """A reference, value, template or resource envelope: what ``map_envelopes`` converts."""
+    return "$ref" in value or "$value" in value or value.get("$embed") is True or value.get("$res") is True
+
+
 def map_envelopes(value: Any, convert: Callable[[Any], Any]) -> Any:
     """Rebuilds ``value`` with ``convert`` applied to every envelope (refs, values, templates)."""
-    if is_ref(value) or is_value(value) or is_embed(value) or is_res(value):
-        return convert(value)
     if isinstance(value, dict):
+        if is_envelope(value):
+            return convert(value)
         return {key: map_envelopes(item, convert) for key, item in value.items()}
     if isinstance(value, list):
         return [map_envelopes(item, convert) for item in value]
@@ -254,7 +259,9 @@ def hash_secrets(properties: Json, opaque_fields: frozenset[str] | set[str]) -> 
 
 
 def _hashed(value: Any, opaque_field: bool = False) -> Any:
-    if is_opaque(value) or (opaque_field and value is not None and not is_embed(value)):
+    if not isinstance(value, (dict, list)):  # most values: plain scalars
+        return hashed_secret(value) if opaque_field and value is not None else value
+    if is_opaque(value) or (opaque_field and not is_embed(value)):
         return hashed_secret(value)
     if is_embed(value):
         return {**value, "$parts": [hashed_secret(p) if is_opaque(p) else p for p in value.get("$parts", [])]}
