@@ -1,0 +1,113 @@
+"""The engine's single writer (``BatchWriter``) on a real datastore: concurrent changes' ends are committed
+together, each caller gets its own answer (straight from the committing thread), and one bad write fails
+only its caller."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from svc.datastore import ConflictError, Datastore
+from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
+from svc.datastore.update_writes import UpdateStateWrite
+from svc.engine.writer import BatchWriter, Finished, WriterClosed
+from svc.ids import new_id
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _command(datastore: Datastore, ksuids: list[str]) -> str:
+    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
+                            mode="reconcile")
+    datastore.put_command(command, [ResourceUpdateRecord(
+        command_id=command.id, ksuid=k, operation="create", state="NotStarted", resource_type="FAKE::Test::Item",
+        resource_label=k, stack_label="app", data={}) for k in ksuids])
+    return command.id
+
+
+def _write(ksuid: str, native_id: str) -> ResourceWrite:
+    return ResourceWrite(type="FAKE::Test::Item", label=ksuid, stack="app", target="cloud",
+                         properties={"Value": ksuid}, native_id=native_id, ksuid=ksuid)
+
+
+def _success(command: str, ksuid: str) -> UpdateStateWrite:
+    return UpdateStateWrite(command, ksuid, "create", "Success", data={"message": f"{ksuid} done"})
+
+
+class _Counting:
+    """The datastore, counting the group commits made through it."""
+
+    def __init__(self, store: Datastore) -> None:
+        self.store = store
+        self.commits = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def commit_changes(self, batch: Any) -> Any:
+        self.commits += 1
+        return self.store.commit_changes(batch)
+
+
+def test_concurrent_ends_are_committed_in_batches_and_each_caller_gets_its_own_answer(
+        datastore: Datastore) -> None:
+    ksuids = [new_id() for _ in range(40)]
+    command = _command(datastore, ksuids)
+    counting = _Counting(datastore)
+
+    async def run() -> list[Finished]:
+        writer = BatchWriter(counting)  # type: ignore[arg-type]
+        try:
+            return list(await asyncio.gather(*(writer.finish(_write(k, f"n-{k}"), None, _success(command, k))
+                                               for k in ksuids)))
+        finally:
+            await writer.close()
+
+    finished = asyncio.run(run())
+    assert all(f.moved for f in finished)
+    assert [f.stored.ksuid for f in finished] == ksuids  # type: ignore[union-attr]
+    assert 1 <= counting.commits < len(ksuids)
+    stored = {u.ksuid: (u.state, u.data) for u in datastore.get_resource_updates(command).items}
+    assert stored == {k: ("Success", {"message": f"{k} done"}) for k in ksuids}
+    assert all(datastore.get_resource(k).version == f.stored.version  # type: ignore[union-attr]
+               for k, f in zip(ksuids, finished, strict=True))
+
+
+def test_a_bad_write_fails_only_its_caller(datastore: Datastore) -> None:
+    ksuids = [new_id() for _ in range(6)]
+    command = _command(datastore, ksuids)
+    datastore.store_resource(_write(ksuids[0], "taken"), command_id=command)
+    datastore.store_resource(_write(ksuids[2], "its-own"), command_id=command)
+
+    async def run() -> list[Any]:
+        writer = BatchWriter(datastore)
+        try:
+            # The third resource, stored already, claims the native id the first one owns: its batch fails, and
+            # is retried one write at a time.
+            return list(await asyncio.gather(
+                *(writer.finish(_write(k, "taken" if i == 2 else f"n-{k}"), None, _success(command, k))
+                  for i, k in enumerate(ksuids[1:], start=1)), return_exceptions=True))
+        finally:
+            await writer.close()
+
+    answers = asyncio.run(run())
+    assert isinstance(answers[1], ConflictError)
+    assert all(isinstance(a, Finished) and a.moved for i, a in enumerate(answers) if i != 1)
+    states = {u.ksuid: u.state for u in datastore.get_resource_updates(command).items}
+    assert states == {k: "NotStarted" if k in (ksuids[0], ksuids[2]) else "Success" for k in ksuids}
+
+
+def test_a_closed_writer_writes_nothing(datastore: Datastore) -> None:
+    command = _command(datastore, ["k1"])
+
+    async def run() -> None:
+        writer = BatchWriter(datastore)
+        await writer.close()
+        with pytest.raises(WriterClosed):
+            await writer.set_state(_success(command, "k1"))
+
+    asyncio.run(run())
+    assert datastore.get_resource_updates(command).items[0].state == "NotStarted"
