@@ -3,38 +3,19 @@ transaction, each answered as its separate call would be; on every backend."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 import sqlalchemy as sa
 
+from support.records import item_write, stored_command
 from svc.datastore import ConflictError, Datastore
-from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 from svc.datastore.update_writes import ChangeBatch, UpdateStateWrite
-from svc.ids import new_id
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _command(datastore: Datastore, *ksuids: str) -> str:
-    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
-                            mode="reconcile")
-    datastore.put_command(command, [ResourceUpdateRecord(
-        command_id=command.id, ksuid=k, operation="create", state="InProgress", resource_type="FAKE::Test::Item",
-        resource_label=k, stack_label="app", data={}) for k in ksuids])
-    return command.id
-
-
-def _write(ksuid: str, value: str, native_id: str | None = None) -> ResourceWrite:
-    return ResourceWrite(type="FAKE::Test::Item", label=ksuid, stack="app", target="cloud",
-                         properties={"Value": value}, native_id=native_id or f"n-{ksuid}", ksuid=ksuid)
 
 
 def test_a_batch_stores_versions_then_tombstones_then_states(datastore: Datastore) -> None:
-    first, second = _command(datastore, "k1", "k2"), _command(datastore, "k3")
-    datastore.store_resource(_write("k9", "old"), command_id=first)
+    first, second = stored_command(datastore, "k1", "k2"), stored_command(datastore, "k3")
+    datastore.store_resource(item_write("k9", "old"), command_id=first)
     outcome = datastore.commit_changes(ChangeBatch(
-        resources=[(first, _write("k1", "a")), (second, _write("k3", "c")), (first, _write("k9", "old"))],
+        resources=[(first, item_write("k1", "a")), (second, item_write("k3", "c")), (first, item_write("k9", "old"))],
         deletes=[(second, "k9"), (first, "gone")],
         states=[UpdateStateWrite(first, "k1", "create", "Success", data={"message": "done"}),
                 UpdateStateWrite(second, "k3", "create", "Failed"), UpdateStateWrite(first, "k8", "create", "Success")]))
@@ -52,21 +33,21 @@ def test_a_batch_stores_versions_then_tombstones_then_states(datastore: Datastor
 
 
 def test_terminal_states_stay_final_in_a_batch(datastore: Datastore) -> None:
-    command = _command(datastore, "k1")
+    command = stored_command(datastore, "k1")
     assert datastore.commit_changes(ChangeBatch(states=[UpdateStateWrite(command, "k1", "create", "Canceled")])
                                     ).moved == [True]
-    outcome = datastore.commit_changes(ChangeBatch(resources=[(command, _write("k1", "a"))],
+    outcome = datastore.commit_changes(ChangeBatch(resources=[(command, item_write("k1", "a"))],
                                                    states=[UpdateStateWrite(command, "k1", "create", "Success")]))
     assert outcome.moved == [False] and outcome.stored[0].changed
     assert datastore.get_resource_updates(command).items[0].state == "Canceled"
 
 
 def test_a_conflicting_write_fails_the_whole_batch(datastore: Datastore) -> None:
-    command = _command(datastore, "k1", "k2")
-    datastore.store_resource(_write("k1", "a", native_id="same"), command_id=command)
-    datastore.store_resource(_write("k2", "b"), command_id=command)
+    command = stored_command(datastore, "k1", "k2")
+    datastore.store_resource(item_write("k1", "a", native_id="same"), command_id=command)
+    datastore.store_resource(item_write("k2", "b"), command_id=command)
     with pytest.raises(ConflictError):  # k2 may not take the native id k1 has
-        datastore.commit_changes(ChangeBatch(resources=[(command, _write("k2", "b", native_id="same"))],
+        datastore.commit_changes(ChangeBatch(resources=[(command, item_write("k2", "b", native_id="same"))],
                                              deletes=[(command, "k1")],
                                              states=[UpdateStateWrite(command, "k2", "create", "Success")]))
     assert datastore.get_resource("k1") is not None
@@ -75,7 +56,7 @@ def test_a_conflicting_write_fails_the_whole_batch(datastore: Datastore) -> None
 
 
 def test_a_write_after_a_terminal_one_of_the_same_update_does_not_move(datastore: Datastore) -> None:
-    command = _command(datastore, "k1", "k2")
+    command = stored_command(datastore, "k1", "k2")
     outcome = datastore.commit_changes(ChangeBatch(states=[
         UpdateStateWrite(command, "k1", "create", "InProgress"), UpdateStateWrite(command, "k1", "create", "Success"),
         UpdateStateWrite(command, "k1", "create", "Failed"), UpdateStateWrite(command, "k2", "create", "Success")]))
@@ -85,11 +66,11 @@ def test_a_write_after_a_terminal_one_of_the_same_update_does_not_move(datastore
 
 
 def test_a_canceled_update_among_live_ones_keeps_its_state_and_the_others_move(datastore: Datastore) -> None:
-    command = _command(datastore, "k1", "k2", "k3")
+    command = stored_command(datastore, "k1", "k2", "k3")
     datastore.cancel_resource_updates(command, force=True)
-    live = _command(datastore, "k4", "k5")
+    live = stored_command(datastore, "k4", "k5")
     outcome = datastore.commit_changes(ChangeBatch(
-        resources=[(live, _write("k4", "a"))],
+        resources=[(live, item_write("k4", "a"))],
         states=[UpdateStateWrite(live, "k4", "create", "Success", data={"message": "done"}),
                 UpdateStateWrite(command, "k2", "create", "Success"),
                 UpdateStateWrite(live, "k5", "create", "Failed")]))
@@ -104,7 +85,7 @@ def test_a_canceled_update_among_live_ones_keeps_its_state_and_the_others_move(d
 def test_a_batch_of_live_updates_is_written_without_reading_their_states(datastore: Datastore) -> None:
     """The row counts of the UPDATEs prove what a read of the states would have (where the driver counts
     them); a read per batch cost a statement in every group commit."""
-    command = _command(datastore, "k1", "k2")
+    command = stored_command(datastore, "k1", "k2")
     engine = datastore.engine  # type: ignore[attr-defined]
     statements: list[str] = []
 
@@ -114,7 +95,7 @@ def test_a_batch_of_live_updates_is_written_without_reading_their_states(datasto
     sa.event.listen(engine, "before_cursor_execute", record)
     try:
         outcome = datastore.commit_changes(ChangeBatch(
-            resources=[(command, _write("k1", "a"))],
+            resources=[(command, item_write("k1", "a"))],
             states=[UpdateStateWrite(command, "k1", "create", "Success"),
                     UpdateStateWrite(command, "k2", "create", "InProgress")]))
     finally:

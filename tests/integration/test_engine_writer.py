@@ -5,32 +5,20 @@ only its caller."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from support.records import item_write, stored_command
 from svc.datastore import ConflictError, Datastore
-from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
+from svc.datastore.records import ResourceWrite
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.writer import BatchWriter, Finished, WriterClosed
 from svc.ids import new_id
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _command(datastore: Datastore, ksuids: list[str]) -> str:
-    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
-                            mode="reconcile")
-    datastore.put_command(command, [ResourceUpdateRecord(
-        command_id=command.id, ksuid=k, operation="create", state="NotStarted", resource_type="FAKE::Test::Item",
-        resource_label=k, stack_label="app", data={}) for k in ksuids])
-    return command.id
-
 
 def _write(ksuid: str, native_id: str) -> ResourceWrite:
-    return ResourceWrite(type="FAKE::Test::Item", label=ksuid, stack="app", target="cloud",
-                         properties={"Value": ksuid}, native_id=native_id, ksuid=ksuid)
+    return item_write(ksuid, ksuid, native_id)
 
 
 def _success(command: str, ksuid: str) -> UpdateStateWrite:
@@ -55,7 +43,7 @@ class _Counting:
 def test_concurrent_ends_are_committed_in_batches_and_each_caller_gets_its_own_answer(
         datastore: Datastore) -> None:
     ksuids = [new_id() for _ in range(40)]
-    command = _command(datastore, ksuids)
+    command = stored_command(datastore, *ksuids, state="NotStarted")
     counting = _Counting(datastore)
 
     async def run() -> list[Finished]:
@@ -78,7 +66,7 @@ def test_concurrent_ends_are_committed_in_batches_and_each_caller_gets_its_own_a
 
 def test_a_bad_write_fails_only_its_caller(datastore: Datastore) -> None:
     ksuids = [new_id() for _ in range(6)]
-    command = _command(datastore, ksuids)
+    command = stored_command(datastore, *ksuids, state="NotStarted")
     datastore.store_resource(_write(ksuids[0], "taken"), command_id=command)
     datastore.store_resource(_write(ksuids[2], "its-own"), command_id=command)
 
@@ -101,7 +89,7 @@ def test_a_bad_write_fails_only_its_caller(datastore: Datastore) -> None:
 
 
 def test_a_closed_writer_writes_nothing(datastore: Datastore) -> None:
-    command = _command(datastore, ["k1"])
+    command = stored_command(datastore, "k1", state="NotStarted")
 
     async def run() -> None:
         writer = BatchWriter(datastore)
