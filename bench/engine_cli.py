@@ -228,7 +228,9 @@ def scale(cli: Cli, directory: Path, size: int) -> None:
 def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, repeat: int = 5, size: int = 400, depth: int = 4,
             delay: float = 0.02, setting: str = "") -> None:
     """``repeat`` applies of fresh chains (and as many floors); the median run is shown, every ratio listed:
-    one 0.2 s run swings by a third with whatever else the machine does."""
+    one 0.2 s run swings by a third with whatever else the machine does, and so does the machine's own speed,
+    which is measured again just before (a run of the whole bench takes minutes)."""
+    speed = _python_speed()
     runs: list[tuple[Timed, float, Counter[str]]] = []
     floors: list[float] = []
     for run in range(repeat):
@@ -250,7 +252,7 @@ def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, repeat: int =
     agent = applied.agent_seconds or float("nan")
     ratios = ", ".join(f"{(r[0].agent_seconds or float('nan')) / bound.seconds:.2f}" for r in runs)
     print(f"latency {delay * 1000:.0f} ms, {size} resources, depth {depth}, {in_flight} in flight{setting}, FAKE calls "
-          f"{dict(calls)}: {bound}\n"
+          f"{dict(calls)}: {bound}; {speed}\n"
           f"        agent execution {agent:.3f} s → ratio {agent / bound.seconds:.2f}, the median of {ratios}  "
           f"[goal ≤ {RATIO_GOAL}: {'met' if agent / bound.seconds <= RATIO_GOAL else 'NOT met'} for the execution]; "
           f"whole svc apply {applied.seconds:.2f} s (eval {eval_s:.2f} s) → ratio "
@@ -317,7 +319,8 @@ def main() -> None:
             for in_flight in args.in_flight:
                 _latency_at(directory / f"in-flight-{in_flight}", in_flight)
             print(f"agent peak RSS (VmHWM) {peak:.0f} MiB  [goal ≤ {RSS_GOAL_MIB} MiB: "
-                  f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]; {_load()} at the end", flush=True)
+                  f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]; {_load()} and {_python_speed()} at the end",
+                  flush=True)
         finally:
             agent.stop()
 
