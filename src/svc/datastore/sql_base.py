@@ -67,6 +67,11 @@ def json_value(value: Any) -> Any:
     return jsontext.loads(jsontext.dump_bytes(value))
 
 
+def upsertable_insert(dialect: sa.Dialect, table: sa.Table) -> Any:
+    """An INSERT that supports ``on_conflict_do_update`` on ``dialect`` (its own construct)."""
+    return pg_insert(table) if dialect.name == "postgresql" else sqlite_insert(table)
+
+
 def _first_line(error: BaseException) -> str:
     text = str(getattr(error, "orig", None) or error).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -157,7 +162,7 @@ class SqlBase:
 
     def insert(self, table: sa.Table) -> Any:
         """An INSERT that supports ``on_conflict_do_update`` on this dialect."""
-        return pg_insert(table) if self.engine.dialect.name == "postgresql" else sqlite_insert(table)
+        return upsertable_insert(self.engine.dialect, table)
 
     # -- health ----------------------------------------------------------------------------------------
 

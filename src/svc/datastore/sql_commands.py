@@ -7,8 +7,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from svc.datastore.bulk import BulkStatement
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
@@ -24,7 +22,7 @@ from svc.datastore.records import (
     ResourceUpdateRecord,
     UpdateState,
 )
-from svc.datastore.sql_base import SqlBase, json_value, now
+from svc.datastore.sql_base import SqlBase, json_value, now, upsertable_insert
 from svc.datastore.tables import command_stacks, commands, resource_updates
 
 c, u, cs = commands, resource_updates, command_stacks
@@ -85,7 +83,7 @@ _UPDATE_COLUMNS = tuple(column.key for column in u.c)
 
 def _upsert_updates(dialect: sa.Dialect) -> sa.Insert:
     """Inserts resource updates, or rewrites those already stored that are not terminal yet."""
-    insert = (pg_insert if dialect.name == "postgresql" else sqlite_insert)(u)
+    insert = upsertable_insert(dialect, u)
     return insert.on_conflict_do_update(
         index_elements=[u.c.command_id, u.c.ksuid, u.c.operation],
         set_={name: insert.excluded[name] for name in _UPDATE_COLUMNS
