@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,40 @@ def test_a_command_is_stored_in_progress_with_its_updates_then_sends_its_first_c
 
     env.run(scenario)
     assert states == ["Success"]
+
+
+def test_a_dependent_starts_once_its_dependency_answered_and_its_end_commits_after_that_one(
+        env: Env, monkeypatch: pytest.MonkeyPatch):
+    # a's end is held back from the datastore until b's create reaches the cloud: b must not wait for that
+    # commit (only for a's answer), and b's end must still commit no earlier than a's.
+    commit_changes = env.datastore.commit_changes
+    committed: list[set[str]] = []  # per commit, in order: the ksuids whose update it made Success
+    creates_while_held: list[int] = []
+
+    def held(batch):
+        if not creates_while_held and any(s.state == "Success" for s in batch.states):
+            deadline = time.monotonic() + 10
+            while len(env.cloud.calls("create")) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            creates_while_held.append(len(env.cloud.calls("create")))
+        outcome = commit_changes(batch)
+        committed.append({s.ksuid for s, moved in zip(batch.states, outcome.moved, strict=True)
+                          if moved and s.state == "Success"})
+        return outcome
+
+    monkeypatch.setattr(env.datastore, "commit_changes", held)
+
+    async def scenario(engine: Engine) -> None:
+        view = await applied(engine, env.forma(item("a", "1"), item("b", "2", ref="a")))
+        assert view.State == "Success", [(u.ResourceLabel, u.ErrorMessage) for u in view.ResourceUpdates]
+        assert creates_while_held == [2]  # b's create went out while a's end was still uncommitted
+        ksuid = {u.resource_label: u.ksuid for u in env.datastore.get_resource_updates(view.CommandId).items}
+        first = {label: next(i for i, done in enumerate(committed) if ksuid[label] in done) for label in ksuid}
+        assert first["a"] <= first["b"]
+        stored = {r.label: r for r in env.datastore.list_resources().items}
+        assert stored["b"].properties["Ref"]["$value"] == stored["a"].native_id
+
+    env.run(scenario)
 
 
 def test_update_in_place_then_no_op(env: Env):

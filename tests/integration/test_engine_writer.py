@@ -5,6 +5,9 @@ only its caller."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -13,7 +16,7 @@ from support.records import item_write, stored_command
 from svc.datastore import ConflictError, Datastore
 from svc.datastore.records import ResourceWrite
 from svc.datastore.update_writes import UpdateStateWrite
-from svc.engine.writer import BatchWriter, Finished, WriterClosed
+from svc.engine.writer import WRITER_NICENESS, BatchWriter, Finished, WriterClosed
 from svc.ids import new_id
 
 
@@ -99,3 +102,28 @@ def test_a_closed_writer_writes_nothing(datastore: Datastore) -> None:
 
     asyncio.run(run())
     assert datastore.get_resource_updates(command).items[0].state == "NotStarted"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is Linux's")
+def test_batches_commit_on_a_thread_below_the_event_loops_priority(datastore: Datastore) -> None:
+    command = stored_command(datastore, "k1", "k2", state="NotStarted")
+    niceness: list[tuple[int, int]] = []  # (thread id, niceness) of each commit
+
+    class Recording(_Counting):
+        def commit_changes(self, batch: Any) -> Any:
+            thread = threading.get_native_id()
+            niceness.append((thread, os.getpriority(os.PRIO_PROCESS, thread)))
+            return super().commit_changes(batch)
+
+    async def run() -> int:
+        writer = BatchWriter(Recording(datastore))  # type: ignore[arg-type]
+        try:
+            for k in ("k1", "k2"):
+                await writer.finish(_write(k, f"n-{k}"), None, _success(command, k))
+        finally:
+            await writer.close()
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    loop_niceness = asyncio.run(run())
+    assert len(niceness) == 2 and niceness[0][0] == niceness[1][0] != threading.get_native_id()  # one thread
+    assert niceness[0][1] == min(19, loop_niceness + WRITER_NICENESS)

@@ -3,7 +3,14 @@
 A change starts once every change it waits for succeeded; a failed (or rejected, or canceled) change
 fails everything downstream without running it. Each start takes a token of its plugin namespace's
 rate limit and a slot of its in-flight cap (``ratelimit``). The executor is the only caller of plugins
-(through ``steps``); everything it learns is stored before it moves on (``writer``, ``Steps.save``).
+(through ``steps``); everything it learns is written in the order it learned it (``writer``, ``Steps.save``).
+
+A change's dependents start as soon as its plugin answered, while its end is still being committed: its
+write is queued first, and the writer commits in queue order, so the datastore never holds a dependent's
+end without its dependency's. Waiting for the commit put one commit (and the batch ahead of it) on the
+critical path of every level of the DAG. A crash in between loses nothing: neither end is stored, so the
+restarted command re-drives both with the request tokens they were first sent with, and the plugin answers
+each from its first call (as for any call under way at a crash).
 """
 
 from __future__ import annotations
@@ -89,9 +96,9 @@ class CommandRun:
                 self._start(key)
 
     def _start_dependents(self, key: str) -> None:
-        """Starts each dependent of ``key`` (which succeeded, durably) that now waits for nothing. Called by the
-        change's own task as soon as its result is stored, not by ``run`` when it hears of it: under load every
-        hop through the event loop's queue costs milliseconds on the command's critical path."""
+        """Starts each dependent of ``key`` (which succeeded, its end queued for writing) that now waits for
+        nothing. Called by the change's own task as soon as its plugin answered, not by ``run`` when it hears of
+        it: under load every hop through the event loop's queue costs milliseconds on the critical path."""
         for dependent in sorted(self.graph.dependents[key]):
             waiting = self._waiting[dependent]
             waiting.discard(key)
@@ -115,14 +122,17 @@ class CommandRun:
             node.data.message = outcome.message or node.data.message
             node.data.finished_at = utcnow().isoformat()
             started = self.steps.take_start(key) or (utcnow() if key not in self.steps.started else None)
-            finished = await self.writer.finish(
+            ending = self.writer.finish(
                 outcome.resource, change.ksuid if outcome.delete else None,
                 UpdateStateWrite(self.command_id, change.ksuid, change.operation, outcome.state,
                                  data=node.data.to_json(), start_ts=started))
+            if outcome.state == UpdateState.SUCCESS:
+                self.steps.produced(change.ksuid, outcome.resource)
+                self._start_dependents(key)
+            finished = await ending
             node.state = outcome.state if finished.moved else UpdateState.CANCELED
             if node.state == UpdateState.SUCCESS:
-                self.steps.produced(change.ksuid, outcome.resource, finished.stored)
-                self._start_dependents(key)
+                self.steps.stored(change.ksuid, finished.stored)
         except Fenced:
             node.state = UpdateState.CANCELED
         except asyncio.CancelledError:

@@ -1,7 +1,8 @@
 """Execution-time references: each ``$ref`` gets its producer's current value before the plugin call.
 
-The value comes from the producer's stored state, which the DAG guarantees is final for this command
-(its create or update finished and was stored first). A secret is stored only as a hash, so a reference
+The value comes from the producer's state, which the DAG guarantees is final for this command: its create
+or update finished first, and this command's own result is used as soon as the plugin answered (its write
+is queued ahead of the dependent's; see ``executor``). A secret is stored only as a hash, so a reference
 to one is answered by a live Read of the producer (``read_live``). ``$json`` extracts a path from a
 JSON string value; a ``SetOnce`` reference that has a value keeps it.
 """
@@ -9,15 +10,36 @@ JSON string value; a ``SetOnce`` reference that has a value keeps it.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
-from svc.datastore.records import ResourceVersion
 from svc.engine import values
 
 Json = dict[str, Any]
-LoadResource = Callable[[str], Awaitable[ResourceVersion | None]]
-ReadLive = Callable[[ResourceVersion], Awaitable[Json | None]]
+
+
+class Producer(Protocol):
+    """What a reference reads of the resource it points to: a stored version, or the state a change of this
+    command is writing (``ResourceVersion`` and ``ResourceWrite`` both are)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def stack(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def native_id(self) -> str | None: ...
+    @property
+    def properties(self) -> Mapping[str, Any]: ...
+    @property
+    def read_only_properties(self) -> Mapping[str, Any]: ...
+
+
+LoadResource = Callable[[str], Awaitable[Producer | None]]
+ReadLive = Callable[[Producer], Awaitable[Json | None]]
 
 
 class ResolveError(Exception):

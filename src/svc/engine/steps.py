@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from svc.datastore.interface import Datastore
-from svc.datastore.records import ResourceVersion, ResourceWrite, StoreOutcome, UpdateState
+from svc.datastore.records import ResourceWrite, StoreOutcome, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine import values
 from svc.engine.ledger import UpdateData, utcnow
@@ -23,7 +23,7 @@ from svc.engine.operations import Attempt, RetryPolicy, drive, read
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.diff import generate_patch, opaque_fields
 from svc.engine.planner.patch import _same
-from svc.engine.resolve import ResolveError, Resolver
+from svc.engine.resolve import Producer, ResolveError, Resolver
 from svc.engine.schemas import schema_of
 from svc.engine.writer import BatchWriter
 from svc.plugins.runner import Call, PluginRunner
@@ -99,7 +99,7 @@ class Steps:
         self.started: set[str] = set()  # changes whose start is stored (the first save of an attempt)
         self._background: set[asyncio.Task[bool]] = set()
         self._deferred: dict[str, tuple[datetime, asyncio.TimerHandle]] = {}  # key → its unwritten start
-        self._produced: dict[str, ResourceVersion] = {}  # ksuid → the state this command stored for it
+        self._produced: dict[str, ResourceWrite] = {}  # ksuid → the state this command wrote for it
         self._live: dict[str, Json | None] = {}  # ksuid → what a reference's live read found, for the command
         self.runners = runners
         self.policies = policies
@@ -153,27 +153,29 @@ class Steps:
                 return runner
         raise LookupError(f"no plugin serves namespace {namespace!r}")
 
-    def produced(self, ksuid: str, write: ResourceWrite | None, stored: StoreOutcome | None) -> None:
-        """Remembers the resource state a successful change of this command stored (durably, before its
-        dependents start), so that references to it resolve without reading it back: a datastore round
-        trip per reference cost more than the rest of a change's bookkeeping. Anything else (a delete, a
-        write adopted under another ksuid) forgets it, and the datastore answers."""
-        self._produced.pop(ksuid, None)
-        if write is None or stored is None or stored.version is None or stored.ksuid != ksuid:
-            return
-        self._produced[stored.ksuid] = ResourceVersion(
-            ksuid=stored.ksuid, version=stored.version, operation=stored.operation or "update", type=write.type,
-            label=write.label, stack=write.stack, target=write.target, native_id=write.native_id,
-            managed=write.managed, properties=write.properties, read_only_properties=write.read_only_properties,
-            document=write.document, command_id=self.command_id, valid_from=utcnow(), current=True, deleted=False)
+    def produced(self, ksuid: str, write: ResourceWrite | None) -> None:
+        """Remembers the resource state a successful change of this command is writing, as soon as its plugin
+        answered, so that its dependents start at once and their references resolve without reading it back
+        (a datastore round trip per reference cost more than the rest of a change's bookkeeping). The write is
+        queued ahead of any dependent's, so it never commits after theirs."""
+        if write is None:
+            self._produced.pop(ksuid, None)
+        else:
+            self._produced[ksuid] = write
 
-    async def _load(self, ksuid: str) -> ResourceVersion | None:
+    def stored(self, ksuid: str, outcome: StoreOutcome | None) -> None:
+        """What the write ``produced`` remembered did: kept unless it went elsewhere (adopted under another
+        ksuid) or nowhere, and then the datastore answers."""
+        if outcome is None or outcome.version is None or outcome.ksuid != ksuid:
+            self._produced.pop(ksuid, None)
+
+    async def _load(self, ksuid: str) -> Producer | None:
         known = self._produced.get(ksuid)
         if known is not None:
             return known
         return await asyncio.to_thread(self.store.get_resource, ksuid)
 
-    async def _read_live(self, resource: ResourceVersion) -> Json | None:
+    async def _read_live(self, resource: Producer) -> Json | None:
         target = await asyncio.to_thread(self.store.get_target, resource.target)
         if target is None or resource.native_id is None:
             return None
