@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,12 +37,14 @@ WRITER_NICENESS = 10  # added to the commit thread's niceness: at 10 it gets abo
 
 def _below_the_event_loop() -> None:
     """Lowers the calling thread's priority (a thread initializer). Linux applies a thread id's niceness to
-    that thread alone; elsewhere, or where it is not permitted, the thread keeps the process's."""
+    that thread alone; elsewhere a thread id is no process id, so the thread keeps the process's niceness."""
+    if not sys.platform.startswith("linux"):
+        return
     try:
         thread = threading.get_native_id()
         niceness = os.getpriority(os.PRIO_PROCESS, thread)
         os.setpriority(os.PRIO_PROCESS, thread, min(19, niceness + WRITER_NICENESS))
-    except (AttributeError, OSError):
+    except OSError:  # not permitted: it keeps the process's
         pass
 
 
