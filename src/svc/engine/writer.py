@@ -82,21 +82,20 @@ class BatchWriter:
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
-        self._thread: ThreadPoolExecutor | None = None  # started with the first batch
+        # Its thread starts with the first batch.
+        self._thread = ThreadPoolExecutor(1, "svc-writer", initializer=_below_the_event_loop)
 
     def _ensure(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="engine writer")
 
-    def _queue_write(self, pending: _Pending) -> asyncio.Future[Any]:
+    def _submit(self, pending: _Pending) -> asyncio.Future[Any]:
+        """Queues ``pending`` now; its future answers once its batch is committed."""
         if self._closed:
             raise WriterClosed("the engine has stopped: nothing more is written")
         self._ensure()
         self._queue.put_nowait(pending)
         return pending.future
-
-    async def _submit(self, pending: _Pending) -> Any:
-        return await self._queue_write(pending)
 
     async def store_resource(self, write: ResourceWrite, command_id: str | None) -> StoreOutcome:
         return await self._submit(_Pending("resource", write, command_id))
@@ -113,15 +112,14 @@ class BatchWriter:
         state, committed in that order in one batch. Queued when called, so whatever the caller does next
         (start its dependents) is written after it; the future answers whether the state moved, and what the
         resource write did."""
-        return self._queue_write(_Pending("finish", (resource, deleted, state), state.command_id))
+        return self._submit(_Pending("finish", (resource, deleted, state), state.command_id))
 
     async def close(self) -> None:
         self._closed = True
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.shutdown)  # a commit under way ends before the engine stops
+        await asyncio.to_thread(self._thread.shutdown)  # a commit under way ends before the engine stops
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -129,8 +127,6 @@ class BatchWriter:
             batch = [await self._queue.get()]
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            if self._thread is None:
-                self._thread = ThreadPoolExecutor(1, "svc-writer", initializer=_below_the_event_loop)
             try:
                 await loop.run_in_executor(self._thread, self._commit_and_deliver, loop, batch)
             except Exception:  # noqa: BLE001 - isolate the failing write
