@@ -4,15 +4,19 @@ then one line per finished update; the status endpoint's summary and ``updated_s
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from support.fake_world import World, chain, fake_world
+from support.fake_world import ENV, World, chain, fake_world
+from support.processes import SVC
 
 HEADERS = {"Client-ID": "test"}
 SUMMARY_KEYS = {"ResourceId", "ResourceType", "ResourceLabel", "StackName", "Operation", "State", "StartedAt",
@@ -83,3 +87,41 @@ def test_status_with_wait_answers_as_soon_as_the_command_ends(world: World) -> N
     for bad in ("soon", "-1", "31", "nan"):
         refused = httpx.get(url, params={"wait": bad}, headers=HEADERS)
         assert refused.status_code == 400 and "wait must be a number of seconds from 0 to 30" in refused.text
+
+
+def _commands(world: World) -> list[Any]:
+    listed = json.loads(world.svc("command", "list", "--output-consumer", "machine").stdout)
+    return listed if isinstance(listed, list) else listed.get("Commands") or []
+
+
+def _children(pid: int) -> list[str]:
+    """The command lines of a process's children."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
+def test_apply_stops_its_pkl_server_before_it_follows_the_command(world: World) -> None:
+    """A ``pkl server`` left running keeps compiling on a CPU after its evaluation, while the agent runs the
+    command (on a small machine, a CPU the agent needs)."""
+    world.cloud.set_knob("hang", {"ops": ["create"]})
+    follower = subprocess.Popen([SVC, "apply", "--mode", "reconcile", str(world.forma(chain("a"))), "--yes", "--wait",
+                                 "--config", str(world.agent.config)], env={**os.environ, **ENV},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _commands(world) and follower.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _commands(world), "the apply was not submitted"
+        assert follower.poll() is None  # following the hung create
+        assert not [child for child in _children(follower.pid) if "pkl" in child]
+    finally:
+        world.cloud.clear_knobs()
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 0, out + err

@@ -26,6 +26,7 @@ from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, conso
 from svc.cli.render import render_command, render_plan
 from svc.cli.watch import follow, wait_quietly
 from svc.config import load_cli_config
+from svc.pkl import stop_shared_server
 
 SimulateOption = Annotated[bool, typer.Option("--simulate", help="Show what would change; change nothing.")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -101,6 +102,7 @@ def destroy_command(
 
 def _run(config: Path | None, submission: Submission, consumer: Consumer, schema: Schema) -> int:
     client, _ = connect(load_cli_config(config).cli)
+    stop_shared_server()  # evaluating is over; the agent may need this machine's CPUs for the command
     with client:
         if consumer is Consumer.machine:
             return _machine(client, submission, schema)

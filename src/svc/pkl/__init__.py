@@ -3,7 +3,7 @@
 from svc.pkl.binary import PklBinaryError, find_pkl
 from svc.pkl.evaluator import evaluate_json
 from svc.pkl.readers import PluginConfigReader, TreeModuleReader, bundled_modules, plugin_modules
-from svc.pkl.server import EvaluationRequest, PklError, PklServer, PklServerError, shared_server
+from svc.pkl.server import EvaluationRequest, PklError, PklServer, PklServerError, shared_server, stop_shared_server
 
 __all__ = [
     "EvaluationRequest",
@@ -18,4 +18,5 @@ __all__ = [
     "find_pkl",
     "plugin_modules",
     "shared_server",
+    "stop_shared_server",
 ]

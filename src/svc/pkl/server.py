@@ -257,3 +257,13 @@ def shared_server() -> PklServer:
         if _shared is None:
             _shared = PklServer()
         return _shared
+
+
+def stop_shared_server() -> None:
+    """Stops the process-wide ``pkl server`` if it runs (a later evaluation starts another). For a process that
+    is done evaluating but not exiting: the server's JIT compiler keeps working on a CPU for a while after an
+    evaluation, and ``svc apply`` then waits for the agent, whose command it would slow down."""
+    with _shared_lock:
+        server = _shared
+    if server is not None:
+        server.close()
