@@ -50,6 +50,14 @@ class Outcome:
     delete: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class _Deferred:
+    change: ResourceChange
+    data: UpdateData
+    started: datetime
+    due: float  # on the event loop's clock
+
+
 def merge(user: Any, plugin: Any) -> Any:
     """The provider's value in the user's structure (engine.md §3.8): envelopes kept with fresh values,
     user-only keys kept (write-only fields survive a read-back).
@@ -98,7 +106,8 @@ class Steps:
         self.writer = writer
         self.started: set[str] = set()  # changes whose start is stored (the first save of an attempt)
         self._background: set[asyncio.Task[bool]] = set()
-        self._deferred: dict[str, tuple[datetime, asyncio.TimerHandle]] = {}  # key → its unwritten start
+        self._deferred: dict[str, _Deferred] = {}  # key → its unwritten start, oldest first
+        self._sweep: asyncio.TimerHandle | None = None  # writes the deferred starts that came due
         self._produced: dict[str, ResourceWrite] = {}  # ksuid → the state this command wrote for it
         self._live: dict[str, Json | None] = {}  # ksuid → what a reference's live read found, for the command
         self.runners = runners
@@ -108,7 +117,11 @@ class Steps:
                    start: datetime | None = None) -> bool:
         """Stores an update's state (and its start time, when given); False when it is already terminal
         (canceled meanwhile)."""
-        return await self.writer.set_state(UpdateStateWrite(
+        return await self._queue_state(change, state, data, version=version, start=start)
+
+    def _queue_state(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
+                     start: datetime | None = None) -> asyncio.Future[bool]:
+        return self.writer.set_state(UpdateStateWrite(
             self.command_id, change.ksuid, change.operation, state, version=version, data=data.to_json(),
             start_ts=start))
 
@@ -122,22 +135,33 @@ class Steps:
         """When ``key`` started, if its InProgress write is still deferred (that write is then dropped: the
         change's next write carries the start instead); None once it was written."""
         deferred = self._deferred.pop(key, None)
-        if deferred is None:
-            return None
-        deferred[1].cancel()
-        return deferred[0]
+        return None if deferred is None else deferred.started
 
     def _defer_start(self, change: ResourceChange, data: UpdateData) -> None:
         """The InProgress write of a first attempt, made only once the call has lasted ``IN_PROGRESS_DELAY``:
         most calls end sooner, and their end writes the start with the result, one update row instead of
-        two. Nothing waits for it: its token is derived from the change (see ``_record``)."""
-        started = utcnow()
+        two. Nothing waits for it: its token is derived from the change (see ``_record``).
 
-        def write() -> None:
-            if self._deferred.pop(change.key, None) is not None:
-                self.background(self.save(change, UpdateState.IN_PROGRESS, data, start=started))
+        One timer serves every deferred start of the command (a timer per change cost more than the rest of
+        this bookkeeping), and ``data`` is written as it is when the start comes due: until then it does not
+        change, since every later write of the change first takes its start (``take_start``)."""
+        loop = asyncio.get_running_loop()
+        self._deferred[change.key] = _Deferred(change, data, utcnow(), loop.time() + IN_PROGRESS_DELAY)
+        if self._sweep is None:
+            self._sweep = loop.call_later(IN_PROGRESS_DELAY, self._write_due_starts)
 
-        self._deferred[change.key] = (started, asyncio.get_running_loop().call_later(IN_PROGRESS_DELAY, write))
+    def _write_due_starts(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self._deferred:
+            key, deferred = next(iter(self._deferred.items()))  # the oldest: all wait the same delay
+            if deferred.due > now:
+                self._sweep = loop.call_at(deferred.due, self._write_due_starts)
+                return
+            del self._deferred[key]
+            self.background(self._queue_state(deferred.change, UpdateState.IN_PROGRESS, deferred.data,
+                                              start=deferred.started))
+        self._sweep = None
 
     def background(self, write: Awaitable[bool]) -> None:
         """A write nobody waits for (it still commits before any later write of the same change)."""
@@ -201,7 +225,7 @@ class Steps:
             # The first call's token is derived from the command, resource and operation, so a restarted
             # agent re-sends the same token (which the plugin answers from its first call) whether or not
             # this write landed: no need to wait for it before calling, nor to make it for a short call.
-            self._defer_start(change, data.snapshot())
+            self._defer_start(change, data)
             return
         start = self.take_start(change.key) or (utcnow() if first else None)
         if not await self.save(change, UpdateState.IN_PROGRESS, data, start=start):

@@ -103,8 +103,9 @@ class BatchWriter:
     async def delete_resource(self, ksuid: str, command_id: str | None) -> StoreOutcome:
         return await self._submit(_Pending("delete", ksuid, command_id))
 
-    async def set_state(self, write: UpdateStateWrite) -> bool:
-        return await self._submit(_Pending("state", write, write.command_id))
+    def set_state(self, write: UpdateStateWrite) -> asyncio.Future[bool]:
+        """Queued when called, like ``finish``; the future answers whether the state moved."""
+        return self._submit(_Pending("state", write, write.command_id))
 
     def finish(self, resource: ResourceWrite | None, deleted: str | None,
                state: UpdateStateWrite) -> asyncio.Future[Finished]:

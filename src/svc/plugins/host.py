@@ -137,14 +137,21 @@ class HostedPlugin:
             self.restarts += 1
             return
 
+    def _running(self) -> PluginProcess | None:
+        """The process, if it is up and ready for calls now."""
+        process = self._process
+        if self._closing or not self._ready.is_set() or process is None or process.exited.is_set():
+            return None
+        return process
+
     async def _live(self) -> PluginProcess:
         """The running process, waiting while it restarts."""
         while True:
             if self._closing:
                 raise PluginUnavailable(f"plugin {self.namespace} is stopping with the agent")
+            if (running := self._running()) is not None:
+                return running
             process = self._process
-            if self._ready.is_set() and process is not None and not process.exited.is_set():
-                return process
             if self._failure is not None:
                 if self._crashes and time.monotonic() - self._crashes[-1] > self.restart_window:
                     # Quiet for a whole window: try again rather than stay down for the agent's lifetime.
@@ -201,7 +208,10 @@ class HostedPlugin:
         deadline = loop.time() + timeout
         redriving = False
         while True:
-            process = await self._live()
+            process = self._running()
+            if process is None:
+                async with asyncio.timeout_at(deadline):
+                    process = await self._live()
             remaining = max(deadline - loop.time(), 0.001)
             try:
                 if redriving and operation in _MUTATING:
@@ -246,7 +256,7 @@ class HostedPlugin:
                     raise PluginError(ErrorCode(code), str(data.get("StatusMessage") or error.message)) from None
                 raise PluginError(ErrorCode.UNFORESEEN_ERROR, f"plugin {self.namespace}: {error.message}") from None
 
-        return await guard(operation, call.timeout + 2 * _GRACE, run)
+        return await guard(operation, call.timeout + _GRACE, run, timed=False)  # ``_call`` keeps the deadline
 
     async def _progress(self, operation: Operation, call: Call, params: Json) -> Progress:
         answer = await self._answer(operation, call, params)

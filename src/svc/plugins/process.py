@@ -207,8 +207,8 @@ class PluginProcess:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:
-            await self._write(protocol.encode(protocol.request(request_id, method, params)))
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout):  # a plugin that stopped reading blocks the write: it counts too
+                await self._write(protocol.encode(protocol.request(request_id, method, params)))
                 return await future
         finally:
             self._pending.pop(request_id, None)

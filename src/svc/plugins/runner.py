@@ -125,9 +125,14 @@ def checked_progress(operation: Operation, result: Any) -> Progress:
     return result
 
 
-async def guard(operation: Operation, timeout: float, run: Callable[[], Awaitable[T]]) -> T | Progress | ReadResult:
-    """Runs one plugin call under its deadline, mapping exceptions per ``failure_for``."""
+async def guard(operation: Operation, timeout: float, run: Callable[[], Awaitable[T]], *,
+                timed: bool = True) -> T | Progress | ReadResult:
+    """Runs one plugin call under its deadline, mapping exceptions per ``failure_for``. ``timed`` False: ``run``
+    raises TimeoutError itself once ``timeout`` has passed (a hosted call's request carries its deadline), so
+    the call needs no second timer."""
     try:
+        if not timed:
+            return await run()
         async with asyncio.timeout(timeout):  # no task per call, unlike wait_for
             return await run()
     except asyncio.CancelledError:
