@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from support.fake_world import ENV, World, chain, fake_world
-from support.processes import SVC
+from support.processes import SVC, child_command_lines
 
 HEADERS = {"Client-ID": "test"}
 SUMMARY_KEYS = {"ResourceId", "ResourceType", "ResourceLabel", "StackName", "Operation", "State", "StartedAt",
@@ -94,18 +94,6 @@ def _commands(world: World) -> list[Any]:
     return listed if isinstance(listed, list) else listed.get("Commands") or []
 
 
-def _children(pid: int) -> list[str]:
-    """The command lines of a process's children."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
 def test_apply_stops_its_pkl_server_before_it_follows_the_command(world: World) -> None:
     """A ``pkl server`` left running keeps compiling on a CPU after its evaluation, while the agent runs the
@@ -120,7 +108,7 @@ def test_apply_stops_its_pkl_server_before_it_follows_the_command(world: World) 
             time.sleep(0.1)
         assert _commands(world), "the apply was not submitted"
         assert follower.poll() is None  # following the hung create
-        assert not [child for child in _children(follower.pid) if "pkl" in child]
+        assert not [child for child in child_command_lines(follower.pid) if "pkl" in child]
     finally:
         world.cloud.clear_knobs()
     out, err = follower.communicate(timeout=60)

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from support.fake_world import World, fake_world, submit
-from support.processes import run_svc
+from support.processes import child_command_lines, run_svc
 
 
 @pytest.fixture
@@ -88,3 +88,10 @@ def test_plugins_endpoint_and_cli_list_describe_installed_plugins(world: World) 
     assert listed["LOCAL"]["resourceTypes"] == ["LOCAL::FS::Directory", "LOCAL::FS::File"]
     human = run_svc("plugin", "list", env={"COLUMNS": "200"})
     assert human.returncode == 0 and "LOCAL" in human.stdout and "LOCAL::FS::File" in human.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
+def test_once_started_the_agent_runs_its_plugins_and_no_pkl_server(world: World) -> None:
+    assert world.agent.process is not None
+    children = child_command_lines(world.agent.process.pid)
+    assert children and all("svc.plugins.serve" in child for child in children), children

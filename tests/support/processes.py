@@ -68,6 +68,18 @@ def on_demand_agent(directory: Path, plugins: str, *, imports: Sequence[str] = (
     return Agent(config=config, port=port, log=directory / "agent.log", env=dict(env or {}))
 
 
+def child_command_lines(pid: int) -> list[str]:
+    """The command lines of a live process's children (Linux: read from /proc)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip())
+            except OSError:
+                continue  # it exited meanwhile
+    return found
+
+
 def run_svc(*args: str, env: Mapping[str, str] | None = None, input: str | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Runs the real ``svc`` console script."""

@@ -27,6 +27,7 @@ from svc.datastore import Datastore, DatastoreError, open_datastore
 from svc.engine import build_engine
 from svc.ids import persistent_id
 from svc.paths import data_dir, pid_file
+from svc.pkl import stop_shared_server
 from svc.plugins.installed import installed_plugins
 from svc.plugins.runner import PluginLoadError
 from svc.telemetry import start_telemetry, telemetry_problem
@@ -123,6 +124,9 @@ def start_agent(config_path: Path) -> None:
     )
     telemetry = start_telemetry(config, agent_id=info.agent_id, version=info.version, counts=datastore.counts)
     app = create_app(config, info, datastore, _build_engine(config, datastore, info))
+    # Pkl was needed for the config and the plugins' schemas only (another use starts it again); left running,
+    # its idle server would hold about 40 MB for the agent's lifetime.
+    stop_shared_server()
     telemetry.mount(app)
     server = _Server(uvicorn.Config(
         app,
