@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from svc import jsontext
@@ -75,21 +76,9 @@ class FakeCloud:
             self._local.conn = conn
         return conn
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        # Writers of this process queue on a lock instead of SQLite's sleeping busy handler.
-        with self._lock:
-            yield from self._transaction()
-
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connect()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+    def transaction(self) -> _Transaction:
+        """``with cloud.transaction() as conn:`` one write transaction, committed unless the body raises."""
+        return _Transaction(self._connect(), self._lock)
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
@@ -182,6 +171,31 @@ class FakeCloud:
             rows = conn.execute("SELECT op, type, subject, token, at FROM calls" +
                                 (" WHERE op = ?" if op else "") + " ORDER BY id", (op,) if op else ()).fetchall()
         return [{"op": r[0], "type": r[1], "subject": r[2], "token": r[3], "at": r[4]} for r in rows]
+
+
+class _Transaction:
+    """A class rather than a generator: the plugin opens one per call."""
+
+    __slots__ = ("conn", "lock")
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
+        self.conn, self.lock = conn, lock
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.lock.acquire()  # writers of this process queue here instead of in SQLite's sleeping busy handler
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.lock.release()
+            raise
+        return self.conn
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        try:
+            self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+        finally:
+            self.lock.release()
 
 
 def new_native_id(prefix: str) -> str:

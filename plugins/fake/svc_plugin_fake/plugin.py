@@ -17,8 +17,7 @@ import asyncio
 import sqlite3
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from types import TracebackType
 from typing import Any
 
 import jsonpatch
@@ -56,28 +55,8 @@ class Plugin:
             raise PluginError(ErrorCode.INVALID_REQUEST, f"FAKE has no resource type {ctx.resource_type}")
         return found
 
-    @asynccontextmanager
-    async def _gate(self, cloud: FakeCloud, ctx: Ctx, op: str, *, label: str | None = None) -> AsyncIterator[None]:
-        """One call under the knobs: a hang holds it before anything happens; then a throttle or fail knob
-        refuses it, or its effect is made (the body); the answer comes once the latency has passed since it
-        arrived. A slow API acts when a request arrives and answers late, so the cloud holds what a call did
-        while the caller still waits, which is when an agent or plugin crash leaves it to be adopted."""
-        arrived = time.monotonic()
-        knobs = cloud.knobs()
-        latency = knobs.get("latency") or {}
-        delay = float(latency.get(op, latency.get("*", 0)) or 0)
-        if _matches(knobs.get("hang"), op, ctx, label):
-            give_up = (ctx.deadline or time.monotonic() + 60) + _HANG_GRACE
-            while time.monotonic() < give_up and _matches(cloud.knobs().get("hang"), op, ctx, label):
-                await asyncio.sleep(0.05)
-        try:
-            if "throttle" in knobs or "fail" in knobs:
-                self._inject(cloud, ctx, op, label)
-            yield
-        except PluginError:
-            await _until(arrived + delay)  # a refusal takes as long as an answer
-            raise
-        await _until(arrived + delay)
+    def _gate(self, cloud: FakeCloud, ctx: Ctx, op: str, *, label: str | None = None) -> _Gate:
+        return _Gate(cloud, ctx, op, label)
 
     @staticmethod
     def _inject(cloud: FakeCloud, ctx: Ctx, op: str, label: str | None) -> None:
@@ -119,25 +98,11 @@ class Plugin:
             return Progress(Status.IN_PROGRESS, native_id=row[2], request_id=token)
         return Progress.from_json(jsontext.loads(row[1]))
 
-    def _finish(self, cloud: FakeCloud, conn: sqlite3.Connection, ctx: Ctx, op: str, native_id: str,
-                result: Progress) -> Progress:
-        """Stores the operation under its token; answers InProgress when the in_progress knob says so."""
-        token = ctx.request_token or uuid.uuid4().hex
-        knob = cloud.knobs().get("in_progress")
-        polls = int(knob.get("polls", 0)) if _matches(knob, op, ctx, None) and result.status is Status.SUCCESS else 0
-        conn.execute("INSERT INTO operations VALUES (?, ?, ?, ?, ?, ?)",
-                     (token, op, ctx.resource_type, native_id, polls, jsontext.dumps(result.to_json())))
-        if polls > 0:
-            return Progress(Status.IN_PROGRESS, native_id=native_id, request_id=token,
-                            operation=result.operation)
-        result.request_id = token
-        return result
-
     # -- operations ----------------------------------------------------------------------------------------
 
     async def create(self, ctx: Ctx, label: str, properties: dict[str, Any]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        async with self._gate(cloud, ctx, "create", label=label):
+        async with self._gate(cloud, ctx, "create", label=label) as gate:
             with cloud.transaction() as conn:
                 if (replay := self._replay(conn, ctx.request_token)) is not None:
                     return replay
@@ -148,14 +113,14 @@ class Plugin:
                         raise PluginError(ErrorCode.INVALID_REQUEST, f"{spec_.id_field} is required")
                     taken = conn.execute("SELECT 1 FROM resources WHERE native_id = ?", (native_id,)).fetchone()
                     if taken:
-                        return self._finish(cloud, conn, ctx, "create", native_id, Progress.failure(
+                        return gate.finish(conn, native_id, Progress.failure(
                             ErrorCode.ALREADY_EXISTS, f"{native_id} already exists", operation=Operation.CREATE))
                 else:
                     native_id = new_native_id(spec_.id_prefix)
                 stored = {**spec_.defaults, **properties, spec_.id_field: native_id}
                 conn.execute("INSERT INTO resources VALUES (?, ?, ?, ?)",
                              (native_id, ctx.resource_type, jsontext.dumps(stored), time.time()))
-                return self._finish(cloud, conn, ctx, "create", native_id, Progress(
+                return gate.finish(conn, native_id, Progress(
                     Status.SUCCESS, native_id=native_id, operation=Operation.CREATE,
                     properties=self._view(spec_, stored)))
 
@@ -170,19 +135,19 @@ class Plugin:
     async def update(self, ctx: Ctx, native_id: str, prior: dict[str, Any], desired: dict[str, Any],
                patch: list[dict[str, Any]]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        async with self._gate(cloud, ctx, "update"):
+        async with self._gate(cloud, ctx, "update") as gate:
             with cloud.transaction() as conn:
                 if (replay := self._replay(conn, ctx.request_token)) is not None:
                     return replay
                 self._log(conn, "update", ctx, native_id)
                 row = conn.execute("SELECT properties FROM resources WHERE native_id = ?", (native_id,)).fetchone()
                 if row is None:
-                    return self._finish(cloud, conn, ctx, "update", native_id, Progress.failure(
+                    return gate.finish(conn, native_id, Progress.failure(
                         ErrorCode.NOT_FOUND, f"{native_id} does not exist", native_id=native_id,
                         operation=Operation.UPDATE))
                 touched = {_top(op["path"]) for op in patch}
                 if blocked := sorted(touched & spec_.create_only):
-                    return self._finish(cloud, conn, ctx, "update", native_id, Progress.failure(
+                    return gate.finish(conn, native_id, Progress.failure(
                         ErrorCode.NOT_UPDATABLE, f"cannot update create-only {', '.join(blocked)}",
                         native_id=native_id, operation=Operation.UPDATE))
                 current = jsontext.loads(row[0])
@@ -191,24 +156,24 @@ class Plugin:
                 try:
                     updated = jsonpatch.apply_patch(current, patch)
                 except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
-                    return self._finish(cloud, conn, ctx, "update", native_id, Progress.failure(
+                    return gate.finish(conn, native_id, Progress.failure(
                         ErrorCode.INVALID_REQUEST, f"bad patch: {error}", native_id=native_id,
                         operation=Operation.UPDATE))
                 conn.execute("UPDATE resources SET properties = ? WHERE native_id = ?",
                              (jsontext.dumps(updated), native_id))
-                return self._finish(cloud, conn, ctx, "update", native_id, Progress(
+                return gate.finish(conn, native_id, Progress(
                     Status.SUCCESS, native_id=native_id, operation=Operation.UPDATE,
                     properties=self._view(spec_, updated)))
 
     async def delete(self, ctx: Ctx, native_id: str) -> Progress:
         cloud = self._cloud(ctx)
-        async with self._gate(cloud, ctx, "delete"):
+        async with self._gate(cloud, ctx, "delete") as gate:
             with cloud.transaction() as conn:
                 if (replay := self._replay(conn, ctx.request_token)) is not None:
                     return replay
                 self._log(conn, "delete", ctx, native_id)
                 conn.execute("DELETE FROM resources WHERE native_id = ?", (native_id,))  # gone already: success
-                return self._finish(cloud, conn, ctx, "delete", native_id,
+                return gate.finish(conn, native_id,
                                     Progress(Status.SUCCESS, native_id=native_id, operation=Operation.DELETE))
 
     async def status(self, ctx: Ctx, request_id: str, native_id: str) -> Progress:
@@ -241,6 +206,57 @@ class Plugin:
                 ids = cloud.native_ids(ctx.resource_type, offset=start, limit=page_size + 1)
             more = len(ids) > page_size
             return ListResult(ids[:page_size], str(start + page_size) if more else None)
+
+
+class _Gate:
+    """One call under the knobs (``async with``): a hang holds it before anything happens; then a throttle or
+    fail knob refuses it, or its effect is made (the body); the answer comes once the latency has passed since
+    it arrived. A slow API acts when a request arrives and answers late, so the cloud holds what a call did
+    while the caller still waits, which is when an agent or plugin crash leaves it to be adopted."""
+
+    __slots__ = ("arrived", "cloud", "ctx", "delay", "knobs", "label", "op")
+
+    def __init__(self, cloud: FakeCloud, ctx: Ctx, op: str, label: str | None) -> None:
+        self.cloud, self.ctx, self.op, self.label = cloud, ctx, op, label
+        self.arrived = time.monotonic()
+        self.knobs = cloud.knobs()
+        latency = self.knobs.get("latency") or {}
+        self.delay = float(latency.get(op, latency.get("*", 0)) or 0)
+
+    async def __aenter__(self) -> _Gate:
+        if _matches(self.knobs.get("hang"), self.op, self.ctx, self.label):
+            give_up = (self.ctx.deadline or time.monotonic() + 60) + _HANG_GRACE
+            while time.monotonic() < give_up and _matches(self.cloud.knobs().get("hang"), self.op, self.ctx,
+                                                          self.label):
+                await asyncio.sleep(0.05)
+            self.knobs = self.cloud.knobs()  # as they are when it goes on
+        if "throttle" in self.knobs or "fail" in self.knobs:
+            try:
+                Plugin._inject(self.cloud, self.ctx, self.op, self.label)
+            except PluginError:  # ``__aexit__`` does not run when entering fails
+                await _until(self.arrived + self.delay)
+                raise
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        if kind is None or issubclass(kind, PluginError):  # a refusal takes as long as an answer
+            await _until(self.arrived + self.delay)
+
+    def finish(self, conn: sqlite3.Connection, native_id: str, result: Progress) -> Progress:
+        """Stores the operation under its token; answers InProgress when the in_progress knob says so."""
+        ctx = self.ctx
+        token = ctx.request_token or uuid.uuid4().hex
+        knob = self.knobs.get("in_progress")
+        polls = int(knob.get("polls", 0)) if _matches(knob, self.op, ctx, None) and result.status is Status.SUCCESS \
+            else 0
+        conn.execute("INSERT INTO operations VALUES (?, ?, ?, ?, ?, ?)",
+                     (token, self.op, ctx.resource_type, native_id, polls, jsontext.dumps(result.to_json())))
+        if polls > 0:
+            return Progress(Status.IN_PROGRESS, native_id=native_id, request_id=token,
+                            operation=result.operation)
+        result.request_id = token
+        return result
 
 
 async def _until(moment: float) -> None:

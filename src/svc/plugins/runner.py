@@ -197,6 +197,10 @@ class InProcessRunner:
         configure = getattr(self.plugin, "configure", None)
         if callable(configure):
             configure(dict(self.plugin_config))
+        # Looked up once: every call of a busy plugin paid for the logger's lookup and for ``inspect``.
+        self._log = logging.getLogger(f"svc.plugin.{self.namespace}")
+        self._coroutines = {operation.value.lower(): inspect.iscoroutinefunction(method)
+                            for operation, method in zip(Operation, methods, strict=True)}
 
     @classmethod
     def load(cls, namespace: str, plugin_config: Json | None = None, *, max_threads: int = 32) -> InProcessRunner:
@@ -209,11 +213,11 @@ class InProcessRunner:
     def _ctx(self, call: Call) -> Ctx:
         return Ctx(resource_type=call.resource_type, target=dict(call.target_config),
                    plugin_config=self.plugin_config, deadline=time.monotonic() + call.timeout,
-                   request_token=call.request_token, log=logging.getLogger(f"svc.plugin.{self.namespace}"))
+                   request_token=call.request_token, log=self._log)
 
     async def _invoke(self, name: str, *args: Any) -> Any:
         method = getattr(self.plugin, name)
-        if inspect.iscoroutinefunction(method):
+        if self._coroutines[name]:
             return await method(*args)
         return await asyncio.get_running_loop().run_in_executor(self._pool, lambda: method(*args))
 
