@@ -18,30 +18,43 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
 
-Processor = Callable[[Any], Any] | None
-_FROM_ROW = object()  # marks a parameter whose value comes from each row (not one the statement carries)
-
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """A statement compiled for one dialect, and how a row's values are put in its parameters."""
+    """A statement compiled for one dialect, and how a row's values are put in its parameters: fetched all at once
+    (``itemgetter``, in C), then only those that need it processed, then the statement's own values put in."""
 
     sql: str
     names: tuple[str, ...]  # the parameters in the driver's order; for named styles, its names
-    keys: tuple[str, ...]  # the row key (or the statement's own value) of each parameter
-    fixed: tuple[Any, ...]  # the statement's own (processed) value of each parameter, or _FROM_ROW
-    processors: tuple[Processor, ...]
+    fetch: Callable[[Mapping[str, Any]], tuple[Any, ...]]  # the row's values, in the parameters' order
+    processors: tuple[tuple[int, Callable[[Any], Any]], ...]  # (index among the row's values, its processor)
+    fixed: tuple[tuple[int, Any], ...]  # (parameter index, the statement's own processed value), ascending
     positional: bool
 
     def bind(self, row: Mapping[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
         """The driver's parameters for ``row`` (a tuple, or a dict for named styles); KeyError for a missing value."""
-        values = tuple(value if value is not _FROM_ROW else (row[key] if process is None else process(row[key]))
-                       for key, value, process in zip(self.keys, self.fixed, self.processors, strict=True))
-        return values if self.positional else dict(zip(self.names, values, strict=True))
+        values: tuple[Any, ...] | list[Any] = self.fetch(row)
+        if self.processors or self.fixed:
+            values = list(values)
+            for index, process in self.processors:
+                values[index] = process(values[index])
+            for index, value in self.fixed:
+                values.insert(index, value)
+        return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
+
+
+def _fetcher(keys: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    if len(keys) == 1:  # itemgetter of one key answers the value, not a tuple of it
+        key = keys[0]
+        return lambda row: (row[key],)
+    if not keys:
+        return lambda row: ()
+    return itemgetter(*keys)
 
 
 class BulkStatement:
@@ -77,19 +90,20 @@ class BulkStatement:
         compiled = statement.compile(dialect=dialect, column_keys=columns)
         binds = {name: bind for bind, name in compiled.bind_names.items()}
         names = tuple(compiled.positiontup) if compiled.positional else tuple(binds)  # type: ignore[arg-type]
-        keys, fixed, processors = [], [], []
-        for name in names:
+        keys: list[str] = []
+        processors: list[tuple[int, Callable[[Any], Any]]] = []
+        fixed: list[tuple[int, Any]] = []
+        for position, name in enumerate(names):
             bind = binds[name]
             process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            keys.append(bind.key)
             if bind.required:
-                fixed.append(_FROM_ROW)
-                processors.append(process)
+                if process is not None:
+                    processors.append((len(keys), process))
+                keys.append(bind.key)
             else:  # a literal of the statement: processed once, here
-                fixed.append(process(bind.effective_value) if process else bind.effective_value)
-                processors.append(None)
+                fixed.append((position, process(bind.effective_value) if process else bind.effective_value))
         escaped = compiled.escaped_bind_names
-        plan = Plan(compiled.string, tuple(escaped.get(name, name) for name in names), tuple(keys), tuple(fixed),
-                     tuple(processors), compiled.positional)
+        plan = Plan(compiled.string, tuple(escaped.get(name, name) for name in names), _fetcher(keys),
+                    tuple(processors), tuple(fixed), compiled.positional)
         self._plans[dialect] = plan
         return plan
