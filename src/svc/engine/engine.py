@@ -88,6 +88,7 @@ class Engine:
         self._runs: dict[str, CommandRun] = {}
         self._tasks: dict[str, asyncio.Task[str]] = {}
         self._limits: dict[str, NamespaceLimits] = {}
+        self._policies: dict[str, RetryPolicy] = {}
         self._started = False
         self.writer = BatchWriter(datastore)
         self._detached: set[asyncio.Task[None]] = set()
@@ -141,8 +142,13 @@ class Engine:
     # -- plumbing -----------------------------------------------------------------------------------------
 
     def policy(self, namespace: str) -> RetryPolicy:
-        limits = self._plugin(namespace)
-        return limits.retry if limits is not None and limits.retry is not None else self.settings.retry
+        key = namespace.upper()  # asked several times per resource change: looked up once per namespace
+        policy = self._policies.get(key)
+        if policy is None:
+            limits = self._plugin(namespace)
+            policy = limits.retry if limits is not None and limits.retry is not None else self.settings.retry
+            self._policies[key] = policy
+        return policy
 
     def _plugin(self, namespace: str) -> PluginLimits | None:
         for name, limits in self.settings.plugins.items():

@@ -111,6 +111,7 @@ class Steps:
         self._produced: dict[str, ResourceWrite] = {}  # ksuid → the state this command wrote for it
         self._live: dict[str, Json | None] = {}  # ksuid → what a reference's live read found, for the command
         self.runners = runners
+        self._runner_of: dict[str, PluginRunner] = {}  # by namespace as changes spell it
         self.policies = policies
 
     async def save(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
@@ -172,10 +173,15 @@ class Steps:
     # -- plumbing -----------------------------------------------------------------------------------------
 
     def runner(self, namespace: str) -> PluginRunner:
-        for name, runner in self.runners.items():
-            if name.upper() == namespace.upper():
-                return runner
-        raise LookupError(f"no plugin serves namespace {namespace!r}")
+        runner = self._runner_of.get(namespace)
+        if runner is None:
+            for name, candidate in self.runners.items():
+                if name.upper() == namespace.upper():
+                    runner = self._runner_of[namespace] = candidate
+                    break
+            else:
+                raise LookupError(f"no plugin serves namespace {namespace!r}")
+        return runner
 
     def produced(self, ksuid: str, write: ResourceWrite | None) -> None:
         """Remembers the resource state a successful change of this command is writing, as soon as its plugin
