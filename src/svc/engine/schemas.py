@@ -56,3 +56,13 @@ def opaque_fields_of(document: dict[str, Any] | None) -> frozenset[str]:
     if not document:
         return frozenset()
     return _opaque(_text(document))
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _fields(text: str) -> frozenset[str]:
+    return frozenset(_parse(text).fields)
+
+
+def fields_of(document: dict[str, Any]) -> frozenset[str]:
+    """The fields a schema document declares (empty: it declares none, so every property is one)."""
+    return _fields(_text(document))

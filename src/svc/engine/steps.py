@@ -24,7 +24,7 @@ from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.diff import generate_patch, opaque_fields
 from svc.engine.planner.patch import _same
 from svc.engine.resolve import Producer, ResolveError, Resolver
-from svc.engine.schemas import schema_of
+from svc.engine.schemas import fields_of, opaque_fields_of, schema_of
 from svc.engine.writer import BatchWriter
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode, Progress, Status
@@ -246,11 +246,10 @@ class Steps:
         return document
 
     def resource_write(self, change: ResourceChange, user: Json, returned: Json, native_id: str) -> ResourceWrite:
-        schema = schema_of(change.schema)
-        fields = set(schema.fields)
+        fields = fields_of(change.schema)  # both looked up once per schema: every change's result comes here
         writable = {k: v for k, v in returned.items() if not fields or k in fields}
         read_only = {k: v for k, v in returned.items() if fields and k not in fields}
-        properties = values.hash_secrets(merge(user, writable), opaque_fields(schema))
+        properties = values.hash_secrets(merge(user, writable), opaque_fields_of(change.schema))
         document = {"Schema": change.schema, "Alias": change.alias, "Group": change.group}
         return ResourceWrite(type=change.type, label=change.label, stack=change.stack, target=change.target,
                              properties=properties, managed=change.managed, native_id=native_id, ksuid=change.ksuid,
