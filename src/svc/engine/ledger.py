@@ -60,10 +60,6 @@ class UpdateData:
         document.update(self.extra)
         return document
 
-    def snapshot(self) -> UpdateData:
-        """A copy whose later changes do not alter a write already queued."""
-        return UpdateData.from_json(self.to_json())
-
     @classmethod
     def from_json(cls, document: Json) -> UpdateData:
         known = {"change", "desired_sealed", "attempt", "progress", "message", "current_attempt", "max_attempts",
