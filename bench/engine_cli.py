@@ -9,13 +9,14 @@ plan table, polling), and the CPU seconds the svc process, the agent and its plu
 times grow with whatever else runs on the machine; CPU seconds hardly do). Then, with 20 ms latency per
 plugin call, 400 resources in chains of depth 4: the agent's execution ÷ the lower bound set by the critical
 path and the in-flight limit, and the FAKE plugin process's own floor (``engine_floor`` says how both are
-computed), each the median of five applies. On a machine with two CPUs or more, the same again with the agent
-on CPU 0 and its plugin on CPU 1 (``_latency_at``: a diagnostic of the kernel's placement, which svc leaves
-alone). The same at lower in-flight limits (``--in-flight``, each on an agent of its own whose FAKE plugin
-has that ``maxInFlight``): at 64 calls in flight the bound asks for 3,200 creates a second, so the ratio there
-measures the agent's CPU per change; at a lower limit it measures how promptly the scheduler refills the slots
-and starts dependents. Ends with the agent's peak RSS (VmHWM). Figures and ratios against the issue's goals
-only; nothing is asserted.
+computed), each the median of five applies, and where the median run's time went (storing the command before
+its first call, the calls, what came after the last answer: ``Phases``). On a machine with two CPUs or more,
+the same again with the agent on CPU 0 and its plugin on CPU 1 (``_latency_at``: a diagnostic of the
+kernel's placement, which svc leaves alone). The same at lower in-flight limits (``--in-flight``, each on an
+agent of its own whose FAKE plugin has that ``maxInFlight``): at 64 calls in flight the bound asks for 3,200
+creates a second, so the ratio there measures the agent's CPU per change; at a lower limit it measures how
+promptly the scheduler refills the slots and starts dependents. Ends with the agent's peak RSS (VmHWM).
+Figures and ratios against the issue's goals only; nothing is asserted.
 
     .venv/bin/python bench/engine_cli.py                # 1,000 and 10,000
     .venv/bin/python bench/engine_cli.py --sizes 1000   # quicker
@@ -38,6 +39,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -92,6 +94,22 @@ class Timed:
     seconds: float
     agent_seconds: float | None  # the command's StartTs → EndTs, when a command ran
     cpu: Cpu
+    command_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Where a command's StartTs → EndTs went, from its updates' StartedAt and Duration: storing the command
+    before its first plugin call, the calls (the first start to the last end), and what came after the last
+    call (its last commits, then its end)."""
+
+    before: float
+    calls: float
+    after: float
+
+    def __str__(self) -> str:
+        return (f"stored before the first call {self.before * 1000:.0f} ms, first call → last answer "
+                f"{self.calls * 1000:.0f} ms, last answer → end {self.after * 1000:.0f} ms")
 
 
 @dataclass
@@ -163,23 +181,42 @@ class Cli:
         self.svc(*args)
         seconds = time.perf_counter() - started
         spent = cpu_now(self.agent.process.pid) - cpu
-        return Timed(seconds, self.last_command_seconds(started_after=time.time() - seconds), spent)
+        command = self.last_command(started_after=time.time() - seconds)
+        if command is None:
+            return Timed(seconds, None, spent)
+        agent_seconds = (_moment(command["EndTs"]) - _moment(command["StartTs"])).total_seconds()
+        return Timed(seconds, agent_seconds, spent, command.get("CommandId"))
 
-    def last_command_seconds(self, started_after: float) -> float | None:
+    def last_command(self, started_after: float) -> dict[str, Any] | None:
+        """The latest command, if it started after ``started_after`` and ended (a no-op re-apply runs none)."""
         listed = json.loads(self.svc("command", "list", "--max-results", "1", "--output-consumer", "machine"))
         commands = listed if isinstance(listed, list) else listed.get("Commands") or []
         if not commands:
             return None
         command = commands[0]
         start, end = command.get("StartTs"), command.get("EndTs")
-        if not start or not end or datetime.fromisoformat(start).timestamp() < started_after - 1:
-            return None  # no command ran (a no-op re-apply)
-        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+        if not start or not end or _moment(start).timestamp() < started_after - 1:
+            return None
+        return command
+
+    def phases(self, command_id: str) -> Phases | None:
+        command = json.loads(self.svc("command", "status", command_id, "--output-consumer", "machine"))["Commands"][0]
+        updates = [u for u in command.get("ResourceUpdates") or [] if u.get("StartedAt")]
+        if not updates or not command.get("EndTs"):
+            return None
+        start, end = _moment(command["StartTs"]), _moment(command["EndTs"])
+        first = min(_moment(u["StartedAt"]) for u in updates)
+        last = max(_moment(u["StartedAt"]).timestamp() + (u.get("Duration") or 0) / 1000 for u in updates)
+        return Phases((first - start).total_seconds(), last - first.timestamp(), end.timestamp() - last)
 
     def eval_seconds(self, forma: Path) -> float:
         started = time.perf_counter()
         self.svc("eval", str(forma), "--output-consumer", "machine")
         return time.perf_counter() - started
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text)
 
 
 def _goal(name: str, seconds: float) -> str:
@@ -250,6 +287,7 @@ def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, repeat: int =
     floor = statistics.median(floors)
     bound = Bound(depth, sum(calls.values()), size, in_flight, delay)
     agent = applied.agent_seconds or float("nan")
+    phases = cli.phases(applied.command_id) if applied.command_id else None
     ratios = ", ".join(f"{(r[0].agent_seconds or float('nan')) / bound.seconds:.2f}" for r in runs)
     print(f"latency {delay * 1000:.0f} ms, {size} resources, depth {depth}, {in_flight} in flight{setting}, FAKE calls "
           f"{dict(calls)}: {bound}; {speed}\n"
@@ -257,6 +295,7 @@ def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, repeat: int =
           f"[goal ≤ {RATIO_GOAL}: {'met' if agent / bound.seconds <= RATIO_GOAL else 'NOT met'} for the execution]; "
           f"whole svc apply {applied.seconds:.2f} s (eval {eval_s:.2f} s) → ratio "
           f"{applied.seconds / bound.seconds:.2f}; {applied.cpu}"
+          f"\n        that median run: {phases or 'no phases (no update started)'}"
           f"\n        the FAKE plugin process alone, same chains and slots, no engine: {floor:.3f} s (median) → "
           f"ratio {floor / bound.seconds:.2f}; the agent's execution ÷ that floor {agent / floor:.2f}", flush=True)
 
