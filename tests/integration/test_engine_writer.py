@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from support.records import item_write, stored_command
+from support.records import T0, item_write, stored_command
 from svc.datastore import ConflictError, Datastore
-from svc.datastore.records import ResourceWrite
+from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.writer import WRITER_NICENESS, BatchWriter, Finished, WriterClosed
 from svc.ids import new_id
@@ -65,6 +65,56 @@ def test_concurrent_ends_are_committed_in_batches_and_each_caller_gets_its_own_a
     assert stored == {k: ("Success", {"message": f"{k} done"}) for k in ksuids}
     assert all(datastore.get_resource(k).version == f.stored.version  # type: ignore[union-attr]
                for k, f in zip(ksuids, finished, strict=True))
+
+
+def test_a_replace_whose_create_ends_right_after_its_delete_leaves_the_resource_live(datastore: Datastore) -> None:
+    """A replace deletes and creates the same ksuid. The create starts once the delete's plugin answered, so both
+    ends can be queued before the next commit; a batch stores versions before tombstones, so the two must not
+    share one, or the new version would be tombstoned at once."""
+    ksuid = new_id()
+    command = new_id()
+    datastore.put_command(CommandRecord(id=command, command="apply", state="InProgress", start_ts=T0, client_id="c",
+                                        mode="reconcile"),
+                          [ResourceUpdateRecord(command_id=command, ksuid=ksuid, operation=operation, state="NotStarted",
+                                                resource_type="FAKE::Test::Item", resource_label="b", stack_label="app",
+                                                data={}) for operation in ("delete", "create")])
+    datastore.store_resource(_write(ksuid, "n-old"), command_id=command)
+
+    counting = _Counting(datastore)
+
+    async def run() -> list[Finished]:
+        writer = BatchWriter(counting)  # type: ignore[arg-type]
+        try:
+            deleted = writer.finish(None, ksuid, UpdateStateWrite(command, ksuid, "delete", "Success"))
+            created = writer.finish(_write(ksuid, "n-new"), None, UpdateStateWrite(command, ksuid, "create",
+                                                                                    "Success"))
+            return list(await asyncio.gather(deleted, created))
+        finally:
+            await writer.close()
+
+    finished = asyncio.run(run())
+    assert all(f.moved for f in finished)
+    live = datastore.get_resource(ksuid)
+    assert live is not None and live.native_id == "n-new"
+    assert counting.commits == 2  # split there and only there
+
+
+def test_writes_without_a_tombstone_before_them_share_a_batch(datastore: Datastore) -> None:
+    ksuids = [new_id() for _ in range(6)]
+    command = stored_command(datastore, *ksuids, state="NotStarted")
+    counting = _Counting(datastore)
+
+    async def run() -> None:
+        writer = BatchWriter(counting)  # type: ignore[arg-type]
+        try:
+            ends = [writer.finish(_write(ksuids[0], "n-0"), None, _success(command, ksuids[0]))]
+            ends += [writer.set_state(UpdateStateWrite(command, k, "create", "InProgress")) for k in ksuids[1:]]
+            await asyncio.gather(*ends)
+        finally:
+            await writer.close()
+
+    asyncio.run(run())
+    assert counting.commits == 1
 
 
 def test_a_bad_write_fails_only_its_caller(datastore: Datastore) -> None:

@@ -5,7 +5,9 @@ Hundreds of changes finishing at once would otherwise each take the database's w
 whatever is queued as one batch, in one transaction (``Datastore.commit_changes``): resource versions
 first, then update states, so a completion is never durable before the resource state it reports. Each
 caller still awaits its own write (and its result); a batch that fails is retried one write at a time so
-that one bad write fails only its caller.
+that one bad write fails only its caller. Since a batch stores every version before every tombstone, a
+version of a ksuid that an earlier write of the batch tombstones (a replace's create after its delete) starts
+the next batch instead.
 
 Batches commit on a thread of the writer's own, run below the event loop's priority (``WRITER_NICENESS``,
 on Linux, where niceness is per thread). On a small machine that thread, the event loop and the plugin
@@ -72,6 +74,22 @@ def _deliver(batch: list[_Pending], results: list[Any]) -> None:
             item.future.set_result(result)
 
 
+def _version_of(item: _Pending) -> str | None:
+    """The ksuid whose version ``item`` writes, if any."""
+    if item.kind == "resource":
+        return item.payload.ksuid
+    if item.kind == "finish" and item.payload[0] is not None:
+        return item.payload[0].ksuid
+    return None
+
+
+def _tombstone_of(item: _Pending) -> str | None:
+    """The ksuid ``item`` tombstones, if any."""
+    if item.kind == "delete":
+        return item.payload
+    return item.payload[1] if item.kind == "finish" else None
+
+
 class WriterClosed(RuntimeError):
     """The engine stopped; the write was not made (a later start resumes from what was stored)."""
 
@@ -124,10 +142,21 @@ class BatchWriter:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        held: _Pending | None = None  # the write that had to start the next batch
         while True:
-            batch = [await self._queue.get()]
+            batch = [held if held is not None else await self._queue.get()]
+            held = None
+            tombstoned = {_tombstone_of(batch[0])} - {None}
             while len(batch) < MAX_BATCH and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+                item = self._queue.get_nowait()
+                # A batch stores versions before tombstones: a version of a ksuid tombstoned earlier in it (a
+                # replace's create, which starts as soon as its delete answered) waits for the next batch.
+                if tombstoned and _version_of(item) in tombstoned:
+                    held = item
+                    break
+                batch.append(item)
+                if (tombstone := _tombstone_of(item)) is not None:
+                    tombstoned.add(tombstone)
             try:
                 await loop.run_in_executor(self._thread, self._commit_and_deliver, loop, batch)
             except Exception:  # noqa: BLE001 - isolate the failing write
