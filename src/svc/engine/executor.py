@@ -132,7 +132,7 @@ class CommandRun:
             finished = await ending
             node.state = outcome.state if finished.moved else UpdateState.CANCELED
             if node.state == UpdateState.SUCCESS:
-                self.steps.stored(change.ksuid, finished.stored)
+                self.steps.stored(change.ksuid, outcome.resource, finished.stored)
         except Fenced:
             node.state = UpdateState.CANCELED
         except asyncio.CancelledError:

@@ -193,9 +193,12 @@ class Steps:
         else:
             self._produced[ksuid] = write
 
-    def stored(self, ksuid: str, outcome: StoreOutcome | None) -> None:
-        """What the write ``produced`` remembered did: kept unless it went elsewhere (adopted under another
-        ksuid) or nowhere, and then the datastore answers."""
+    def stored(self, ksuid: str, write: ResourceWrite | None, outcome: StoreOutcome | None) -> None:
+        """What ``write``, which ``produced`` remembered, did: kept unless it went elsewhere (adopted under another
+        ksuid) or nowhere, and then the datastore answers. Only that write is forgotten: by the time a replace's
+        delete is committed, its create may have produced the resource's new state already."""
+        if self._produced.get(ksuid) is not write:
+            return
         if outcome is None or outcome.version is None or outcome.ksuid != ksuid:
             self._produced.pop(ksuid, None)
 

@@ -1,0 +1,44 @@
+"""What a command remembers of the resource states it produced (``Steps.produced`` / ``Steps.stored``), from
+which its references resolve without reading the datastore."""
+
+from __future__ import annotations
+
+import asyncio
+
+from svc.datastore.records import ResourceWrite, StoreOutcome
+from svc.engine.steps import Steps
+
+
+def _steps() -> Steps:
+    return Steps("command", store=None, writer=None, runners={}, policies=lambda namespace: None)  # type: ignore[arg-type]
+
+
+def _write(native_id: str) -> ResourceWrite:
+    return ResourceWrite(type="FAKE::Test::Item", label="b", stack="app", target="cloud", properties={"Value": "1"},
+                         native_id=native_id, ksuid="k")
+
+
+def _known(steps: Steps) -> object:
+    return asyncio.run(steps._load("k"))
+
+
+def test_a_replaces_delete_committed_after_its_create_answered_keeps_the_new_state() -> None:
+    steps = _steps()
+    created = _write("n-new")
+    steps.produced("k", None)  # the delete answered
+    steps.produced("k", created)  # the create, started at once, answered before the delete's end was committed
+    steps.stored("k", None, None)  # the delete's end is committed
+    assert _known(steps) is created
+
+
+def test_a_state_stored_under_another_ksuid_is_forgotten_and_one_stored_as_is_kept() -> None:
+    steps = _steps()
+    adopted = _write("n-1")
+    steps.produced("k", adopted)
+    steps.stored("k", adopted, StoreOutcome("elsewhere", "v1", True, "create"))
+    assert "k" not in steps._produced
+
+    kept = _write("n-2")
+    steps.produced("k", kept)
+    steps.stored("k", kept, StoreOutcome("k", "v1", True, "create"))
+    assert _known(steps) is kept
