@@ -1,4 +1,4 @@
-"""The FAKE plugin: the six operations over a ``FakeCloud`` file, under the knobs (``_gate``).
+"""The FAKE plugin: the six operations over a ``FakeCloud`` file, under the knobs (``_Gate``).
 
 Every mutating call is idempotent by ``ctx.request_token``: the operation is stored under the token in
 the same transaction as its effect, so a repeated token returns the first answer instead of acting
@@ -55,29 +55,6 @@ class Plugin:
             raise PluginError(ErrorCode.INVALID_REQUEST, f"FAKE has no resource type {ctx.resource_type}")
         return found
 
-    def _gate(self, cloud: FakeCloud, ctx: Ctx, op: str, *, label: str | None = None) -> _Gate:
-        return _Gate(cloud, ctx, op, label)
-
-    @staticmethod
-    def _inject(cloud: FakeCloud, ctx: Ctx, op: str, label: str | None) -> None:
-        """Raises the failure a throttle or fail knob injects into this call, counting it down."""
-        error: ErrorCode | None = None
-        with cloud.transaction() as conn:  # the countdown commits before the failure is raised
-            knobs = cloud.knobs()  # again, now that no other call can count down
-            for name, code in (("throttle", ErrorCode.THROTTLING), ("fail", None)):
-                knob = knobs.get(name)
-                if knob is None or not _matches(knob, op, ctx, label):
-                    continue
-                remaining = int(knob.get("remaining", -1))
-                if remaining == 0:
-                    continue
-                if remaining > 0:
-                    cloud.store_knob(conn, name, {**knob, "remaining": remaining - 1})
-                error = code or ErrorCode(knob.get("code", "GeneralServiceException"))
-                break
-        if error is not None:
-            raise _Injected(error, f"FAKE injected {error} on {op}")
-
     @staticmethod
     def _log(conn: sqlite3.Connection, op: str, ctx: Ctx, subject: str) -> None:
         conn.execute("INSERT INTO calls (op, type, subject, token, at) VALUES (?, ?, ?, ?, ?)",
@@ -102,7 +79,7 @@ class Plugin:
 
     async def create(self, ctx: Ctx, label: str, properties: dict[str, Any]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        async with self._gate(cloud, ctx, "create", label=label) as gate:
+        async with _Gate(cloud, ctx, "create", label) as gate:
             with cloud.transaction() as conn:
                 if (replay := self._replay(conn, ctx.request_token)) is not None:
                     return replay
@@ -126,7 +103,7 @@ class Plugin:
 
     async def read(self, ctx: Ctx, native_id: str, prior: dict[str, Any] | None) -> ReadResult:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        async with self._gate(cloud, ctx, "read"):
+        async with _Gate(cloud, ctx, "read"):
             found = cloud.get(native_id)
             if found is None or found["type"] != ctx.resource_type:
                 return ReadResult(error_code=ErrorCode.NOT_FOUND, message=f"{native_id} does not exist")
@@ -135,7 +112,7 @@ class Plugin:
     async def update(self, ctx: Ctx, native_id: str, prior: dict[str, Any], desired: dict[str, Any],
                patch: list[dict[str, Any]]) -> Progress:
         cloud, spec_ = self._cloud(ctx), self._spec(ctx)
-        async with self._gate(cloud, ctx, "update") as gate:
+        async with _Gate(cloud, ctx, "update") as gate:
             with cloud.transaction() as conn:
                 if (replay := self._replay(conn, ctx.request_token)) is not None:
                     return replay
@@ -167,7 +144,7 @@ class Plugin:
 
     async def delete(self, ctx: Ctx, native_id: str) -> Progress:
         cloud = self._cloud(ctx)
-        async with self._gate(cloud, ctx, "delete") as gate:
+        async with _Gate(cloud, ctx, "delete") as gate:
             with cloud.transaction() as conn:
                 if (replay := self._replay(conn, ctx.request_token)) is not None:
                     return replay
@@ -178,7 +155,7 @@ class Plugin:
 
     async def status(self, ctx: Ctx, request_id: str, native_id: str) -> Progress:
         cloud = self._cloud(ctx)
-        async with self._gate(cloud, ctx, "status"):
+        async with _Gate(cloud, ctx, "status"):
             with cloud.transaction() as conn:
                 row = conn.execute("SELECT polls_left, result, native_id FROM operations WHERE request_id = ?",
                                    (request_id,)).fetchone()
@@ -195,7 +172,7 @@ class Plugin:
     async def list(self, ctx: Ctx, page_size: int, page_token: str | None, filters: dict[str, str]) -> ListResult:
         cloud = self._cloud(ctx)
         self._spec(ctx)  # an unknown type is an InvalidRequest
-        async with self._gate(cloud, ctx, "list"):
+        async with _Gate(cloud, ctx, "list"):
             start = int(page_token or 0)
             if filters:  # a child type listed by its parent's value
                 found = cloud.resources(ctx.resource_type)
@@ -216,7 +193,7 @@ class _Gate:
 
     __slots__ = ("arrived", "cloud", "ctx", "delay", "knobs", "label", "op")
 
-    def __init__(self, cloud: FakeCloud, ctx: Ctx, op: str, label: str | None) -> None:
+    def __init__(self, cloud: FakeCloud, ctx: Ctx, op: str, label: str | None = None) -> None:
         self.cloud, self.ctx, self.op, self.label = cloud, ctx, op, label
         self.arrived = time.monotonic()
         self.knobs = cloud.knobs()
@@ -232,7 +209,7 @@ class _Gate:
             self.knobs = self.cloud.knobs()  # as they are when it goes on
         if "throttle" in self.knobs or "fail" in self.knobs:
             try:
-                Plugin._inject(self.cloud, self.ctx, self.op, self.label)
+                self._inject()
             except PluginError:  # ``__aexit__`` does not run when entering fails
                 await _until(self.arrived + self.delay)
                 raise
@@ -243,13 +220,34 @@ class _Gate:
         if kind is None or issubclass(kind, PluginError):  # a refusal takes as long as an answer
             await _until(self.arrived + self.delay)
 
+    def _inject(self) -> None:
+        """Raises the failure a throttle or fail knob injects into this call, counting it down."""
+        cloud, op = self.cloud, self.op
+        error: ErrorCode | None = None
+        with cloud.transaction() as conn:  # the countdown commits before the failure is raised
+            knobs = cloud.knobs()  # again, now that no other call can count down
+            for name, code in (("throttle", ErrorCode.THROTTLING), ("fail", None)):
+                knob = knobs.get(name)
+                if knob is None or not _matches(knob, op, self.ctx, self.label):
+                    continue
+                remaining = int(knob.get("remaining", -1))
+                if remaining == 0:
+                    continue
+                if remaining > 0:
+                    cloud.store_knob(conn, name, {**knob, "remaining": remaining - 1})
+                error = code or ErrorCode(knob.get("code", "GeneralServiceException"))
+                break
+        if error is not None:
+            raise _Injected(error, f"FAKE injected {error} on {op}")
+
     def finish(self, conn: sqlite3.Connection, native_id: str, result: Progress) -> Progress:
         """Stores the operation under its token; answers InProgress when the in_progress knob says so."""
         ctx = self.ctx
         token = ctx.request_token or uuid.uuid4().hex
         knob = self.knobs.get("in_progress")
-        polls = int(knob.get("polls", 0)) if _matches(knob, self.op, ctx, None) and result.status is Status.SUCCESS \
-            else 0
+        polls = 0
+        if knob and result.status is Status.SUCCESS and _matches(knob, self.op, ctx, None):
+            polls = int(knob.get("polls", 0))
         conn.execute("INSERT INTO operations VALUES (?, ?, ?, ?, ?, ?)",
                      (token, self.op, ctx.resource_type, native_id, polls, jsontext.dumps(result.to_json())))
         if polls > 0:
