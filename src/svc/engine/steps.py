@@ -244,8 +244,7 @@ class Steps:
     def _hashed_progress(change: ResourceChange, progress: Progress) -> Json:
         document = progress.to_json()
         if progress.properties is not None:
-            schema = schema_of(change.schema)
-            document["ResourceProperties"] = values.hash_secrets(progress.properties, opaque_fields(schema))
+            document["ResourceProperties"] = values.hash_secrets(progress.properties, opaque_fields_of(change.schema))
         return document
 
     def resource_write(self, change: ResourceChange, user: Json, returned: Json, native_id: str) -> ResourceWrite:
