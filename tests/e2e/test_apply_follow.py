@@ -29,6 +29,11 @@ def world(home: Path, tmp_path: Path) -> Iterator[World]:
         yield world
 
 
+def _commands(world: World) -> list[Any]:
+    listed = json.loads(world.svc("command", "list", "--output-consumer", "machine").stdout)
+    return listed if isinstance(listed, list) else listed.get("Commands") or []
+
+
 def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) -> None:
     world.cloud.set_knob("fail", {"code": "AccessDenied", "labels": ["c"]})
     result = world.apply(world.forma(chain("a", "b", "c", "d")))
@@ -40,8 +45,7 @@ def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) 
         assert out.count(f"Success: create FAKE::Test::Item {label} (stack app)") == 1
     assert out.count("Failed: create FAKE::Test::Item c (stack app): AccessDenied") == 1
     assert out.count("Failed: create FAKE::Test::Item d (stack app): DependencyFailure") == 1
-    listed = json.loads(world.svc("command", "list", "--output-consumer", "machine").stdout)
-    assert len(listed if isinstance(listed, list) else listed["Commands"]) == 1  # no simulation was stored
+    assert len(_commands(world)) == 1  # no simulation was stored
 
     command_id = world.svc("command", "status", "--output-consumer", "machine")
     command_id = json.loads(command_id.stdout)["Commands"][0]["CommandId"]
@@ -87,11 +91,6 @@ def test_status_with_wait_answers_as_soon_as_the_command_ends(world: World) -> N
     for bad in ("soon", "-1", "31", "nan"):
         refused = httpx.get(url, params={"wait": bad}, headers=HEADERS)
         assert refused.status_code == 400 and "wait must be a number of seconds from 0 to 30" in refused.text
-
-
-def _commands(world: World) -> list[Any]:
-    listed = json.loads(world.svc("command", "list", "--output-consumer", "machine").stdout)
-    return listed if isinstance(listed, list) else listed.get("Commands") or []
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
