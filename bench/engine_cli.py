@@ -176,28 +176,24 @@ class Cli:
 
     def timed(self, *args: str) -> Timed:
         assert self.agent.process is not None
+        before = self.latest_command()
         cpu = cpu_now(self.agent.process.pid)
         started = time.perf_counter()
         self.svc(*args)
         seconds = time.perf_counter() - started
         spent = cpu_now(self.agent.process.pid) - cpu
-        command = self.last_command(started_after=time.time() - seconds)
-        if command is None:
+        command = self.latest_command()
+        # A no-op re-apply runs no command: the latest one is then still the one from before.
+        if (command is None or not command.get("EndTs")
+                or (before is not None and command.get("CommandId") == before.get("CommandId"))):
             return Timed(seconds, None, spent)
         agent_seconds = (_moment(command["EndTs"]) - _moment(command["StartTs"])).total_seconds()
         return Timed(seconds, agent_seconds, spent, command.get("CommandId"))
 
-    def last_command(self, started_after: float) -> dict[str, Any] | None:
-        """The latest command, if it started after ``started_after`` and ended (a no-op re-apply runs none)."""
+    def latest_command(self) -> dict[str, Any] | None:
         listed = json.loads(self.svc("command", "list", "--max-results", "1", "--output-consumer", "machine"))
         commands = listed if isinstance(listed, list) else listed.get("Commands") or []
-        if not commands:
-            return None
-        command = commands[0]
-        start, end = command.get("StartTs"), command.get("EndTs")
-        if not start or not end or _moment(start).timestamp() < started_after - 1:
-            return None
-        return command
+        return commands[0] if commands else None
 
     def phases(self, command_id: str) -> Phases | None:
         command = json.loads(self.svc("command", "status", command_id, "--output-consumer", "machine"))["Commands"][0]
