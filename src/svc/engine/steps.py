@@ -21,14 +21,13 @@ from svc.engine import values
 from svc.engine.ledger import UpdateData, utcnow
 from svc.engine.operations import Attempt, RetryPolicy, drive, read
 from svc.engine.planner.changeset import ResourceChange
-from svc.engine.planner.diff import generate_patch, opaque_fields
+from svc.engine.planner.diff import generate_patch
 from svc.engine.planner.patch import _same
 from svc.engine.resolve import Producer, ResolveError, Resolver
 from svc.engine.schemas import fields_of, opaque_fields_of, schema_of
 from svc.engine.writer import BatchWriter
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode, Progress, Status
-from svc.schema.model import Schema
 
 log = logging.getLogger("svc.engine")
 Json = dict[str, Any]
@@ -94,6 +93,14 @@ def _strip_empty(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_empty(v) for v in value]
     return value
+
+
+def _changed_out_of_band(change: ResourceChange, observed: ResourceWrite) -> bool:
+    """Whether the state a read found (as ``Steps.resource_write`` stores it, over the change's prior) differs
+    from the prior state the change was planned against."""
+    prior = change.prior or {}
+    return not (_same(values.plain(observed.properties), values.plain(prior))
+                and _same(observed.read_only_properties, change.prior_read_only))
 
 
 class Steps:
@@ -309,14 +316,14 @@ class Steps:
         attempt, resuming = self._attempt(change, data, "update", resume)
         if not resuming:
             found = await read(runner, self.call(change), change.native_id or "", values.redact(
-                prior, opaque_fields(schema)), policy, not_found_ok=False)
+                prior, opaque_fields_of(change.schema)), policy, not_found_ok=False)
             if found.error_code is not None:
                 return Outcome(UpdateState.FAILED, found.message or str(found.error_code))
-            observed = found.properties or {}
-            if self._changed_out_of_band(change, schema, observed):
+            observed = self.resource_write(change, prior, found.properties or {}, change.native_id or "")
+            if _changed_out_of_band(change, observed):
                 return Outcome(UpdateState.REJECTED, "the resource changed outside svc since it was planned; its "
                                                      "current state is now stored: apply again to plan against it",
-                               resource=self.resource_write(change, prior, observed, change.native_id or ""))
+                               resource=observed)
         resolved = await self._resolver().resolve(change.desired or {})
         patch = generate_patch(prior, resolved, schema, exact=change.exact)
         if patch.create_only:
@@ -327,7 +334,7 @@ class Steps:
             return Outcome(UpdateState.SUCCESS, "nothing to change once references were resolved",
                            resource=self.resource_write(change, resolved, values.plain(prior), change.native_id or ""))
         desired_plain = _strip_empty(values.plain(resolved, guarded=True))
-        prior_plain = values.redact(prior, opaque_fields(schema))
+        prior_plain = values.redact(prior, opaque_fields_of(change.schema))
 
         async def issue(call: Call) -> Progress:
             return await runner.update(call, change.native_id or "", prior_plain, desired_plain, patch.ops)
@@ -342,14 +349,6 @@ class Steps:
                                    not_found_ok=False)).properties or {}
         return Outcome(UpdateState.SUCCESS, progress.message, resource=self.resource_write(
             change, resolved, returned, progress.native_id or change.native_id or ""))
-
-    def _changed_out_of_band(self, change: ResourceChange, schema: Schema, observed: Json) -> bool:
-        fields = set(schema.fields)
-        writable = {k: v for k, v in observed.items() if not fields or k in fields}
-        read_only = {k: v for k, v in observed.items() if fields and k not in fields}
-        prior = change.prior or {}
-        merged = values.hash_secrets(merge(prior, writable), opaque_fields(schema))
-        return not (_same(values.plain(merged), values.plain(prior)) and _same(read_only, change.prior_read_only))
 
     async def delete(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
         runner = self.runner(change.namespace)
