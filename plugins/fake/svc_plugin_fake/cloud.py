@@ -4,7 +4,8 @@ The plugin changes it through the operations; tests read and change it out of ba
 ``FakeCloud`` (or ``python -m svc_plugin_fake``), including the fault-injection knobs:
 
 * ``latency``     ``{"create": 0.02, "*": 0.01}`` seconds each call of that operation takes: it acts when it
-                  arrives and answers once that long has passed;
+                  arrives and answers once that long has passed (within a fraction of a millisecond: the
+                  plugin process's event loop keeps time, ``svc.plugins.timers``);
 * ``throttle``    ``{"remaining": N, "ops": [...]}`` the next N matching calls fail with Throttling;
 * ``fail``        ``{"code": "AccessDenied", "ops": [...], "labels": [...], "types": [...], "remaining": N}``
                   matching calls fail with ``code`` (``remaining`` -1 or absent: forever);

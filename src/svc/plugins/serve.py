@@ -6,6 +6,9 @@ concurrently: each request is a task, and the plugin's methods run exactly as in
 same in unit tests and in the agent. Plugin authors need nothing but a class with the six operations
 (``svc.plugins.sdk``) and an entry point; ``run(plugin, namespace)`` serves an object directly.
 
+The loop is ``timers.punctual_loop``: a plugin's sleeps (a FAKE call's latency) end when they are due, not at
+the next whole millisecond.
+
 Stdout is the protocol channel: it is moved to a private descriptor and fd 1 is pointed at stderr, so a
 stray ``print`` in plugin code lands in the agent log instead of corrupting the stream.
 """
@@ -28,6 +31,7 @@ from svc.plugins.installed import PLUGIN_ENTRY_POINT_GROUP
 from svc.plugins.lines import LineWriter
 from svc.plugins.runner import InProcessRunner, PluginCallError, PluginLoadError, load_plugin_class
 from svc.plugins.sdk import Json, Operation
+from svc.plugins.timers import punctual_loop
 
 log = logging.getLogger("svc.plugin.serve")
 LOG_LEVEL_VARIABLE = "SVC_PLUGIN_LOG_LEVEL"
@@ -196,7 +200,8 @@ def _configure_logging() -> None:
 def _serve_then_exit(plugin: Any, namespace: str, version: str, channel: int) -> None:
     code = 0
     try:
-        asyncio.run(serve(plugin, namespace, version, output_fd=channel))
+        with asyncio.Runner(loop_factory=punctual_loop) as runner:
+            runner.run(serve(plugin, namespace, version, output_fd=channel))
     except Exception as error:  # noqa: BLE001 - said on stderr (the agent log) before the hard exit below
         log.error("plugin %s stopped serving: %s: %s", namespace, type(error).__name__, error)
         code = 1
