@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from svc.plugins import timers
 from svc.plugins.timers import punctual_loop
 
 pytestmark = pytest.mark.skipif(not hasattr(selectors, "EpollSelector"), reason="epoll is Linux's")
@@ -67,3 +68,13 @@ def test_io_wakes_the_loop_while_a_later_timer_waits() -> None:
 
     with asyncio.Runner(loop_factory=punctual_loop) as runner:
         assert runner.run(main()) == b"ping"
+
+
+def test_a_process_with_descriptors_beyond_select_s_range_keeps_epoll(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(timers, "_SELECT_LIMIT", 0)
+    loop = punctual_loop()
+    try:
+        assert type(loop._selector) is selectors.EpollSelector  # type: ignore[attr-defined]
+        assert loop.run_until_complete(asyncio.sleep(0.001, "slept")) == "slept"
+    finally:
+        loop.close()
