@@ -1,4 +1,5 @@
-"""The embedded SQLite backend: one file, WAL, a busy timeout, created on first start."""
+"""The embedded SQLite backend: one file, WAL (checkpointed in the background), a busy timeout, created on first
+start."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy.pool import StaticPool
 from svc.config.model import SqliteConfig
 from svc.datastore.errors import DatastoreConfigError
 from svc.datastore.sql_base import JSON_CODEC, WRITE_OPTION
+from svc.datastore.sqlite_checkpoints import Checkpointer
 
 SETTING = "agent.datastore.sqlite.filePath"
 BUSY_TIMEOUT_MS = 10_000
@@ -43,6 +45,7 @@ def sqlite_engine(config: SqliteConfig) -> tuple[sa.Engine, str]:
         engine = sa.create_engine(f"sqlite:///{path}", pool_size=8, max_overflow=8, pool_timeout=30, **JSON_CODEC,
                                   connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000})
         describe = f"sqlite {path}"
+        Checkpointer(path, BUSY_TIMEOUT_MS).attach(engine)
     sa.event.listen(engine, "connect", _on_connect)
     sa.event.listen(engine, "begin", _on_begin)
     return engine, describe
@@ -57,6 +60,7 @@ def _on_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         _use_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
+        cursor.execute("PRAGMA wal_autocheckpoint=0")  # the engine's own thread checkpoints (sqlite_checkpoints)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA case_sensitive_like=ON")  # LIKE must agree with '=' on case (as on PostgreSQL)
     finally:
