@@ -14,7 +14,7 @@ import pytest
 from psycopg import sql
 
 from svc.config.model import DatastoreConfig
-from svc.datastore import DatastoreConfigError, DatastoreError, DatastoreUnavailable, open_datastore
+from svc.datastore import DatastoreConfigError, DatastoreError, DatastoreUnavailable, open_datastore, sqlite_checkpoints
 from svc.datastore.postgres import connection_params
 from svc.datastore.sql_base import SqlBase
 
@@ -76,6 +76,26 @@ def test_sqlite_checkpoints_on_a_thread_of_its_own_not_in_commits(tmp_path: Path
     finally:
         store.close()
     assert _checkpoint_threads() == before, "closing the datastore stops its checkpoint thread"
+
+
+def test_sqlite_log_grown_past_its_limit_is_emptied(tmp_path: Path, datastore_config: ConfigFactory,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes that never pause leave a passive checkpoint behind: past ``LOG_LIMIT`` pages the checkpoint
+    thread copies the rest while writers wait, and empties the log file."""
+    monkeypatch.setattr(sqlite_checkpoints, "LOG_LIMIT", 0)
+    path = tmp_path / "svc.db"
+    log = path.with_name("svc.db-wal")
+    store = open_datastore(datastore_config("sqlite", sqlite_path=str(path)))
+    try:
+        for index in range(20):
+            store.create_stack(f"s{index}")
+        give_up = time.monotonic() + 10
+        while log.stat().st_size and time.monotonic() < give_up:
+            time.sleep(0.05)
+        assert log.stat().st_size == 0
+        assert len(store.list_stacks().items) == 20
+    finally:
+        store.close()
 
 
 def test_sqlite_in_memory_works(datastore_config: ConfigFactory) -> None:

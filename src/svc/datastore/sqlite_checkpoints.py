@@ -8,6 +8,8 @@ whichever it was: storing the command before its first plugin call, or its last 
 Here the agent's connections never checkpoint (``wal_autocheckpoint=0``). A thread of the engine's own runs
 a passive checkpoint (it neither waits for writers and readers nor blocks them) after write transactions
 committed, at most every ``INTERVAL``, on a connection of its own; it stops when the engine is disposed.
+Between commands it catches up and the log starts over; only under writes that go on for seconds does the
+log pass ``LOG_LIMIT``, and a checkpoint then holds the writers back while it empties it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from svc.datastore.sql_base import WRITE_OPTION
 
 log = logging.getLogger("svc.datastore")
 INTERVAL = 0.5  # seconds between checkpoints while writes go on: the log holds about that much writing
+LOG_LIMIT = 4096  # pages (16 MiB) the log may hold before a checkpoint waits for the writers to catch up
 
 
 class Checkpointer:
@@ -79,6 +82,11 @@ class Checkpointer:
 
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if frames > LOG_LIMIT:
+                # Writes went on all along (a big command): a passive checkpoint never caught up with them, and
+                # the log, which starts over only once wholly copied, kept growing. This one makes the writers
+                # wait while it copies the rest and empties the file.
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as error:  # e.g. the disk is full: the log keeps the data, the next pass retries
             log.warning("checkpoint of %s failed: %s", self.path, error)
