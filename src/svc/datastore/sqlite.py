@@ -45,7 +45,7 @@ def sqlite_engine(config: SqliteConfig) -> tuple[sa.Engine, str]:
         engine = sa.create_engine(f"sqlite:///{path}", pool_size=8, max_overflow=8, pool_timeout=30, **JSON_CODEC,
                                   connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000})
         describe = f"sqlite {path}"
-        Checkpointer(path, BUSY_TIMEOUT_MS).attach(engine)
+        Checkpointer(path).attach(engine)
     sa.event.listen(engine, "connect", _on_connect)
     sa.event.listen(engine, "begin", _on_begin)
     return engine, describe

@@ -26,14 +26,14 @@ from svc.datastore.sql_base import WRITE_OPTION
 log = logging.getLogger("svc.datastore")
 INTERVAL = 0.5  # seconds between checkpoints while writes go on: the log holds about that much writing
 LOG_LIMIT = 4096  # pages (16 MiB) the log may hold before a checkpoint waits for the writers to catch up
+_WAIT = 0.2  # seconds such a checkpoint waits for the write lock and for readers
 
 
 class Checkpointer:
     """Checkpoints the database at ``path`` in the background once ``attach``ed to its engine."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.busy_timeout_ms = busy_timeout_ms
         self._written = threading.Event()
         self._stopping = threading.Event()  # the running thread's; replaced when it is stopped
         self._lock = threading.Lock()
@@ -66,7 +66,9 @@ class Checkpointer:
                     self._thread.start()
 
     def _run(self, stopping: threading.Event) -> None:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None)
+        # A short wait: a checkpoint that empties the log holds the write lock while it waits for readers to
+        # move on, and the writers queue behind it; if they do not move on soon, the next pass tries again.
+        conn = sqlite3.connect(self.path, timeout=_WAIT, isolation_level=None)
         try:
             conn.execute("PRAGMA synchronous=NORMAL")  # as the writers': the database file is synced after copying
             while True:
