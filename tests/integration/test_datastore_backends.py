@@ -98,6 +98,34 @@ def test_sqlite_log_grown_past_its_limit_is_emptied(tmp_path: Path, datastore_co
         store.close()
 
 
+def test_sqlite_checkpoints_resume_after_the_checkpoint_connection_failed(
+        tmp_path: Path, datastore_config: ConfigFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread that cannot open its own connection says so and tries again after a later write."""
+    real_connect = sqlite3.connect
+    attempts: list[object] = []
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        attempts.append(args)
+        if len(attempts) == 1:
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite_checkpoints.sqlite3, "connect", connect)
+    monkeypatch.setattr(sqlite_checkpoints, "INTERVAL", 0.05)
+    path = tmp_path / "svc.db"
+    store = open_datastore(datastore_config("sqlite", sqlite_path=str(path)))  # the engine's own connect is not this
+    try:
+        size = path.stat().st_size
+        give_up = time.monotonic() + 10
+        while path.stat().st_size == size and time.monotonic() < give_up:
+            store.create_stack(f"s{time.monotonic_ns()}")
+            time.sleep(0.05)
+        assert len(attempts) >= 2
+        assert path.stat().st_size > size, "no checkpoint after the failed connection"
+    finally:
+        store.close()
+
+
 def test_sqlite_in_memory_works(datastore_config: ConfigFactory) -> None:
     store = open_datastore(datastore_config("sqlite", sqlite_path=":memory:"))
     try:

@@ -66,21 +66,32 @@ class Checkpointer:
                     self._thread.start()
 
     def _run(self, stopping: threading.Event) -> None:
-        # A short wait: a checkpoint that empties the log holds the write lock while it waits for readers to
-        # move on, and the writers queue behind it; if they do not move on soon, the next pass tries again.
-        conn = sqlite3.connect(self.path, timeout=_WAIT, isolation_level=None)
+        conn: sqlite3.Connection | None = None
         try:
-            conn.execute("PRAGMA synchronous=NORMAL")  # as the writers': the database file is synced after copying
             while True:
                 self._written.wait()
                 if stopping.is_set():
                     return
                 self._written.clear()
-                self._checkpoint(conn)
+                conn = conn or self._connect()
+                if conn is not None:
+                    self._checkpoint(conn)
                 if stopping.wait(INTERVAL):
                     return
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
+
+    def _connect(self) -> sqlite3.Connection | None:
+        try:
+            # A short wait: a checkpoint that empties the log holds the write lock while it waits for readers to
+            # move on, and the writers queue behind it; if they do not move on soon, the next pass tries again.
+            conn = sqlite3.connect(self.path, timeout=_WAIT, isolation_level=None)
+            conn.execute("PRAGMA synchronous=NORMAL")  # as the writers': the database file is synced after copying
+            return conn
+        except sqlite3.Error as error:  # e.g. out of file descriptors: the log keeps growing until a later pass
+            log.warning("cannot open %s to checkpoint it: %s; trying again after the next write", self.path, error)
+            return None
 
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
         try:
