@@ -42,6 +42,16 @@ def test_status_agent_prints_the_version(agent_factory) -> None:
         assert "running" in result.stdout
 
 
+def test_cli_reaches_the_agent_by_bare_hostname(agent_factory, tmp_path: Path) -> None:
+    # Seed 000 §2: cli.api.url is the agent's hostname, or https://<service_host> when TLS is used.
+    agent = agent_factory().start()
+    config = tmp_path / "bare.pkl"
+    config.write_text(f'amends "svc:/Config.pkl"\ncli {{ api {{ url = "localhost"; port = {agent.port} }} }}\n')
+    result = run_svc("status", "agent", "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert __version__ in result.stdout and f"http://localhost:{agent.port}" in result.stdout
+
+
 def test_status_agent_machine_output(agent_factory) -> None:
     agent = agent_factory().start()
     as_json = run_svc("status", "agent", "--config", str(agent.config), "--output-consumer", "machine")

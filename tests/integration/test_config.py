@@ -181,7 +181,8 @@ def test_secrets_stay_out_of_reprs(write_pkl) -> None:
         ("cli { api { port = -1 } }", ["isBetween(0, 65535)", "port = -1"]),
         ('agent { datastore { postgres { connectionParams = "sslmode" } } }', ["connectionParams"]),
         ('agent { bogus = 1 }', ["Cannot find property `bogus`"]),
-        ('cli { api { url = "localhost" } }', ["url"]),
+        ('cli { api { url = "localhost/api" } }', ["url"]),
+        ('cli { api { url = "ftp://localhost" } }', ["url"]),
         ('agent { synchronization { interval = 0.s } }', ["this.value > 0", "interval = 0.s"]),
         ('agent { resourcePlugins { new Config.BaseResourcePluginConfig { type = "X"; '
          'discoveryFilters { new { resourceTypes { "not-a-type" }; conditions { new { propertyPath = "$.A" } } } } } } }',

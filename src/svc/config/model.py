@@ -199,7 +199,9 @@ class ApiConfig(_Model):
 
     @property
     def base_url(self) -> str:
-        return f"{self.url}:{self.port}"
+        # Seed 000 §2: `url` is the agent's hostname, or `https://<service_host>` when TLS is used.
+        scheme = "" if "://" in self.url else "http://"
+        return f"{scheme}{self.url}:{self.port}"
 
 
 class CliAuthConfig(_Model):
