@@ -1,7 +1,7 @@
 """The hint-aware JSON differ: RFC 6902 operations from an actual and a desired plain document.
 
-Collections follow the field's ``updateMethod``: ``Array`` by position, ``EntitySet`` by ``indexField``,
-``Set`` and the default as unordered multisets, ``Atomic`` as one value. ``exact`` (reconcile) also
+Collections follow the field's ``updateMethod``: ``Array`` by position (at any length), ``EntitySet`` by
+``indexField``, ``Set`` and the default as unordered multisets, ``Atomic`` as one value. ``exact`` (reconcile) also
 removes surplus collection elements and whole EntitySet fields the desired side drops; otherwise
 (patch mode) only adds and replaces are produced. Object keys present only on the actual side are
 never removed: a property dropped from a forma is left as the provider has it (engine.md §3.4).
@@ -95,14 +95,13 @@ class Differ:
                     self.ops.append({"op": "remove", "path": pointer([*path, key])})
 
     def _list(self, actual: list[Any], desired: list[Any], path: list[Any], method: str) -> None:
-        if method == "Array" and len(actual) == len(desired):
-            for index, (a, d) in enumerate(zip(actual, desired, strict=True)):
-                self._value(a, d, [*path, index])
+        if method == "Array":
+            self._array(actual, desired, path)
             return
         if method == "EntitySet":
             self._entity_set(actual, desired, path)
             return
-        # Array of another length, Set, default: unmatched actual elements go, missing desired ones come.
+        # Set, default: unmatched actual elements go, missing desired ones come.
         remaining = list(range(len(actual)))
         missing: list[Any] = []
         for item in desired:
@@ -117,6 +116,17 @@ class Differ:
         base = len(actual) - len(removed)
         for offset, item in enumerate(missing):
             self.ops.append({"op": "add", "path": pointer([*path, base + offset]), "value": item})
+
+    def _array(self, actual: list[Any], desired: list[Any], path: list[Any]) -> None:
+        """Position by position at any length, so one patch yields the desired order: the shared positions are
+        compared, the desired tail is added, and (``exact``) the actual tail removed."""
+        for index, (a, d) in enumerate(zip(actual, desired, strict=False)):
+            self._value(a, d, [*path, index])
+        if self.exact:
+            for index in range(len(actual) - 1, len(desired) - 1, -1):
+                self.ops.append({"op": "remove", "path": pointer([*path, index])})
+        for index in range(len(actual), len(desired)):
+            self.ops.append({"op": "add", "path": pointer([*path, index]), "value": desired[index]})
 
     def _entity_set(self, actual: list[Any], desired: list[Any], path: list[Any]) -> None:
         hint = self.hints.get(_key(path))
