@@ -4,8 +4,9 @@ Pure. The stored side is the last known cloud state with the user's envelopes (s
 desired side is the translated forma (secrets in plain text). The hints decide what is compared:
 
 * ``SetOnce`` values keep what is stored; ``opaque`` values compare by hash (unchanged secrets are
-  never re-sent); ``format = "json"`` strings compare canonically;
-* ``writeOnly`` + ``createOnly`` fields are not compared (a Read never returns them);
+  never re-sent); ``format = "json"`` strings compare canonically, at any depth;
+* ``writeOnly`` + ``createOnly`` fields compare with the value the agent stored (a Read never returns
+  them), and are not compared when it stored none;
 * ``requiredOnUpdate`` fields are always re-sent; ``hasProviderDefault`` fields the user omits take the
   provider's value; fields outside the schema and empty strings are ignored;
 * ops on ``createOnly`` paths go to the create-only patch, which forces a replace.
@@ -94,6 +95,17 @@ def _strip_empty(value: Any) -> Any:
     return value
 
 
+def _canonical_at(value: Any, steps: list[str]) -> Any:
+    """``value`` with the JSON strings at a dotted hint path (every list element followed) canonicalised."""
+    if isinstance(value, list):
+        return [_canonical_at(item, steps) for item in value]
+    if not steps:
+        return canonical_json(value)
+    if isinstance(value, dict) and steps[0] in value:
+        return {**value, steps[0]: _canonical_at(value[steps[0]], steps[1:])}
+    return value
+
+
 def _drop_leaf(items: Any, leaf: list[str]) -> None:
     """Removes ``leaf`` (a dotted path under a list's elements) from every element, in place."""
     if isinstance(items, list):
@@ -157,13 +169,14 @@ def plain_sides(stored: Json, desired: Json, schema: Schema, *, resend: bool = T
         wanted = {k: v for k, v in wanted.items() if k in schema.fields}
     wanted = {k: v for k, v in wanted.items() if v != "" and v is not None}
     for key, hint in schema.hints.items():
+        if hint.format == "json":
+            steps = key.split(".")
+            actual, wanted = _canonical_at(actual, steps), _canonical_at(wanted, steps)
         if "." in key:
             continue
-        if hint.format == "json":
-            actual[key] = canonical_json(actual.get(key)) if key in actual else None
-            if key in wanted:
-                wanted[key] = canonical_json(wanted[key])
-        if hint.write_only and hint.create_only:
+        if hint.write_only and hint.create_only and actual.get(key) is None:
+            # Read never returns it, so only a value the agent stored can tell a change; a resource
+            # discovered has none, and would otherwise be replaced for nothing.
             wanted.pop(key, None)
         if resend and hint.required_on_update and original.get(key) not in (None, ""):
             wanted[key] = original[key]
