@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from svc.forma import FormaError, evaluate_forma
+from svc.engine import values
+from svc.forma import FormaError, evaluate_forma, pkl_text
 
 HEAD = """
 extends "@svc/forma.pkl"
@@ -319,3 +320,27 @@ def test_a_field_set_from_an_undefined_value_is_not_called_missing(write_pkl) ->
     # Pkl's own error about the value that is really undefined, not "required field `name` is not set".
     assert error_of(path).startswith(f"main.pkl:{line_of(path, 'class Names')}: "
                                      "Tried to read property `first` but its value is undefined.")
+
+
+AT_KEYS = ["a:b", "a.b", "a/b", "a b", 'say "hi"', "it's", "back\\slash", "a.\\.b:c", "trailing\\"]
+PAIR = """
+@svc.ResourceHint { type = "TEST::Box::Pair"; identifier = "$.Id" }
+class Pair extends svc.Resource {
+  @svc.FieldHint {} labels: Mapping<String, Mapping<String, String>>?
+  @svc.FieldHint {} peer: (String | svc.Resolvable)?
+}
+"""
+
+
+@pytest.mark.parametrize("keys", [(key, "inner") for key in AT_KEYS] + [("outer", key) for key in AT_KEYS])
+def test_at_keys_reach_the_agent_as_the_keys_they_name(write_pkl, keys: tuple[str, str]) -> None:
+    # `.at(key)` builds the reference's property path in Pkl; the agent splits it again (`values.split_path`).
+    outer, inner = (pkl_text.string(key) for key in keys)
+    resources = (f'local a = new Pair {{ label = "a"; labels {{ [{outer}] {{ [{inner}] = "found" }} }} }}\n  a\n'
+                 f'  new Pair {{ label = "b"; peer = a.res.labels.at({outer}).at({inner}) }}')
+    consumer = evaluate_forma(forma(write_pkl, PAIR, resources)).resources[1]
+    path = consumer.properties["peer"]["$property"]
+    decoys = {key: {k: "other" for k in AT_KEYS} for key in [*AT_KEYS, "outer"]}
+    document = {"labels": {**decoys, keys[0]: {**decoys[keys[0]], keys[1]: "found"}}}
+    assert values.get_path(document, path) == "found"
+    assert values.split_path(path) == ["labels", *keys]

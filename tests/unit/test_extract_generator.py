@@ -154,6 +154,13 @@ def test_references_are_pkl_expressions_when_the_producer_is_extracted_too() -> 
     assert 'peer = "old"' in text  # its producer is gone: the last value is all there is
 
 
+def test_a_reference_to_an_escaped_mapping_key_is_written_back_as_that_key() -> None:
+    key = 'k.e:y/ "q\\'  # the path `.at()` built for it escapes the dot and the backslash
+    text = generate(forma(box("a", {"Name": "a", "Labels": {key: "x"}}),
+                          box("b", {"Name": "b", "Peer": ref("a", "Labels.k\\.e:y/ \"q\\\\")})), CATALOG).text
+    assert f"peer = a.res.labels.at({pkl_text.string(key)})" in text
+
+
 def test_secrets_known_by_hash_are_marked_and_write_only_fields_left_out() -> None:
     extraction = generate(forma(box("b", {
         "Name": "b",

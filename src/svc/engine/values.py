@@ -220,11 +220,30 @@ def contains_unresolved(value: Any) -> bool:
     return False
 
 
+def split_path(path: str) -> list[str]:
+    """The steps of a dotted property path: a backslash takes the next character as it is, so ``\\.`` is a
+    dot inside a key and ``\\\\`` a backslash (``svc.pkl``'s ``.at()`` escapes keys this way)."""
+    if "\\" not in path:  # most paths: every reference's resolution splits one
+        return path.split(".")
+    steps: list[str] = []
+    step: list[str] = []
+    characters = iter(path)
+    for character in characters:
+        if character == "\\":
+            step.append(next(characters, "\\"))
+        elif character == ".":
+            steps.append("".join(step))
+            step = []
+        else:
+            step.append(character)
+    steps.append("".join(step))
+    return steps
+
+
 def get_path(document: Any, path: str) -> Any:
-    """A dotted path (``Tags.0.Key``; ``\\.`` escapes a dot) into a plain document; KeyError if absent."""
+    """A dotted path (``Tags.0.Key``, see ``split_path``) into a plain document; KeyError if absent."""
     current = document
-    for step in re.split(r"(?<!\\)\.", path):
-        step = step.replace("\\.", ".")
+    for step in split_path(path):
         if isinstance(current, list) and step.isdigit() and int(step) < len(current):
             current = current[int(step)]
         elif isinstance(current, dict) and step in current:

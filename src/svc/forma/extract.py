@@ -18,11 +18,11 @@ it right away changes nothing:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc.engine.values import split_path
 from svc.forma import pkl_text
 from svc.forma.extract_catalog import Catalog, ClassInfo, Shape
 from svc.forma.pkl_text import Expr, identifier, string
@@ -34,7 +34,6 @@ _SVC_IMPORT = "@svc/svc.pkl"
 # Members of the forma module (and names this file uses) that a local must not shadow.
 _RESERVED = frozenset({"svc", "forma", "description", "properties", "output", "injected"})
 _ALIAS_OF_KEYWORD = {"local": "lcl"}
-_PATH_STEP = re.compile(r"(?:\\.|[^.])+")
 _INLINE = 100
 
 
@@ -293,8 +292,7 @@ class _Generator:
         or the value was changed outside svc (it no longer is the producer's)."""
         stack = envelope.get("$stack")
         stack = self.options.unmanaged_stack if stack == UNMANAGED else stack
-        steps = [s.replace("\\.", ".").replace("\\:", ":")
-                 for s in _PATH_STEP.findall(str(envelope.get("$property") or ""))]
+        steps = split_path(str(envelope["$property"])) if envelope.get("$property") else []
         key = (str(stack), str(envelope.get("$type")), str(envelope.get("$label")))
         producer = self.locals.get(key)
         if producer is not None and producer[1] is not None and steps:

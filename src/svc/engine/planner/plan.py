@@ -94,7 +94,7 @@ class _Apply:
         ksuid, path = values.split_uri(ref["$ref"])
         filled = {k: v for k, v in ref.items() if k != "$value"}
         touched = changing.get(ksuid, set())
-        if ksuid in changing and (touched is None or path.split(".")[0] in touched):
+        if ksuid in changing and (touched is None or values.split_path(path)[0] in touched):
             return filled
         try:
             filled["$value"] = self.inventory.value_of(ref["$ref"])
