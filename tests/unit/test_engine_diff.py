@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import jsonpatch
+import pytest
+
 from support.planning import BUCKET, NETWORK, SERVER
 from svc.engine import values
 from svc.engine.planner.diff import generate_patch, mask_patch
@@ -33,8 +36,25 @@ def test_write_only_value_kept_in_stored_state_makes_no_drift():
     assert generate_patch(stored, {"Size": "s", "AdminPassword": secret("pw")}, SERVER, exact=True).empty
 
 
-def test_write_only_create_only_field_is_never_compared():
+def test_write_only_create_only_field_without_a_stored_value_is_not_compared():
+    # A discovered resource: Read never returns the field, so nothing tells what it holds.
     assert generate_patch({"Size": "s"}, {"Size": "s", "Boot": "x"}, SERVER, exact=True).empty
+
+
+def test_write_only_create_only_change_against_the_stored_value_forces_a_replace():
+    stored = {"Size": "s", "Boot": "x"}
+    assert generate_patch(stored, {"Size": "s", "Boot": "x"}, SERVER, exact=True).empty
+    patch = generate_patch(stored, {"Size": "s", "Boot": "y"}, SERVER, exact=True)
+    assert patch.create_only == [{"op": "replace", "path": "/Boot", "value": "y"}] and patch.ops == []
+
+
+def test_write_only_change_is_sent_in_the_update():
+    schema = Schema(Identifier="$.Id", Fields=("Size", "Passphrase"),
+                    Hints={"Size": FieldHint(), "Passphrase": FieldHint(WriteOnly=True)})
+    stored = {"Size": "s", "Passphrase": "p1"}
+    assert generate_patch(stored, {"Size": "s", "Passphrase": "p1"}, schema, exact=True).empty
+    patch = generate_patch(stored, {"Size": "s", "Passphrase": "p2"}, schema, exact=True)
+    assert patch.ops == [{"op": "replace", "path": "/Passphrase", "value": "p2"}] and not patch.create_only
 
 
 def test_required_on_update_is_resent_in_plain_text_with_another_change():
@@ -82,6 +102,19 @@ def test_json_format_compared_canonically():
     assert not generate_patch(stored, {"Cidr": "c", "Settings": '{"a": 2, "b": [1, 2]}'}, NETWORK, exact=True).empty
 
 
+def test_json_format_compared_canonically_at_any_depth():
+    schema = Schema(Identifier="$.Id", Fields=("Settings",), Hints={
+        "Settings": FieldHint(), "Settings.Document": FieldHint(Format="json"), "Settings.Layers": FieldHint(),
+        "Settings.Layers.Policy": FieldHint(Format="json")})
+    stored = {"Settings": {"Document": '{"a": 1, "b": [1, 2]}', "Layers": [{"Policy": '{"x": {"y": 1, "z": 2}}'}]}}
+    same = {"Settings": {"Document": '{ "b":[1,2],"a":1 }', "Layers": [{"Policy": '{"x":{"z":2,"y":1}}'}]}}
+    assert generate_patch(stored, same, schema, exact=True).empty
+    changed = {"Settings": {"Document": '{ "b":[1,2],"a":1 }', "Layers": [{"Policy": '{"x":{"z":3,"y":1}}'}]}}
+    assert generate_patch(stored, changed, schema, exact=True).ops == [  # the default list: a set
+        {"op": "remove", "path": "/Settings/Layers/0"},
+        {"op": "add", "path": "/Settings/Layers/0", "value": {"Policy": '{"x":{"y":1,"z":3}}'}}]
+
+
 def test_default_collections_are_unordered_sets():
     stored = {"Cidr": "c", "Labels": ["a", "b"]}
     assert generate_patch(stored, {"Cidr": "c", "Labels": ["b", "a"]}, NETWORK, exact=True).empty
@@ -97,6 +130,25 @@ def test_array_compared_by_position():
     assert patch.ops == [{"op": "replace", "path": "/Rules/1/Port", "value": 443}]
     swapped = generate_patch(stored, {"Image": "i", "Rules": [{"Port": 80}, {"Port": 22}]}, SERVER, exact=True)
     assert len(swapped.ops) == 2  # order matters for Array
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    (["a", "b"], ["b", "a", "c"]),  # reordered and grown
+    (["a", "b", "c"], ["c", "a"]),  # reordered and shrunk
+    ([], ["a", "b"]),
+    ([{"Port": 22}, {"Port": 80}], [{"Port": 80}, {"Port": 22}, {"Port": 443}]),
+])
+def test_array_is_position_based_at_any_length_and_one_patch_converges(before, after):
+    stored = {"Image": "i", "Rules": before}
+    patch = generate_patch(stored, {"Image": "i", "Rules": after}, SERVER, exact=True)
+    assert jsonpatch.apply_patch(stored, patch.ops)["Rules"] == after
+    assert generate_patch({"Image": "i", "Rules": after}, {"Image": "i", "Rules": after}, SERVER, exact=True).empty
+
+
+def test_array_in_patch_mode_keeps_the_surplus_tail():
+    stored = {"Image": "i", "Rules": [{"Port": 1}, {"Port": 2}, {"Port": 3}]}
+    patch = generate_patch(stored, {"Image": "i", "Rules": [{"Port": 2}]}, SERVER, exact=False)
+    assert patch.ops == [{"op": "replace", "path": "/Rules/0/Port", "value": 2}]
 
 
 def test_entity_set_matched_by_index_field():
