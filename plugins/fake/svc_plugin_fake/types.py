@@ -8,13 +8,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TypeSpec:
-    id_field: str
+    id_field: str  # a dotted path for an id inside an object (``Meta.RecordId``)
     id_prefix: str | None  # None: the user names the resource (the id field is a property)
     create_only: frozenset[str] = frozenset()
     write_only: frozenset[str] = frozenset()  # accepted, never returned by Read
     forget_unless_resent: frozenset[str] = frozenset()  # dropped by an update that does not carry them
     defaults: dict[str, Any] = field(default_factory=dict)  # provider defaults when omitted
     parent_field: str | None = None  # List filter key for child types
+    answers_id: bool = True  # False: a create answer names no native id (the agent finds it in the properties)
 
 
 TYPES: dict[str, TypeSpec] = {
@@ -28,6 +29,8 @@ TYPES: dict[str, TypeSpec] = {
     "FAKE::Storage::Bucket": TypeSpec("Name", None, frozenset({"Name"}), defaults={"Versioning": False}),
     "FAKE::Test::Item": TypeSpec("Id", "item", frozenset({"Token"})),
     "FAKE::Test::Marker": TypeSpec("Id", "mark"),
+    "FAKE::Test::Rules": TypeSpec("Id", "rules", frozenset({"Seed"}), write_only=frozenset({"Seed", "Passphrase"})),
+    "FAKE::Test::Record": TypeSpec("Meta.RecordId", "rec", answers_id=False),
 }
 
 
