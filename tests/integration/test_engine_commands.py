@@ -266,6 +266,19 @@ def test_in_progress_answers_are_polled(env: Env):
     env.run(scenario)
 
 
+def test_a_create_answer_that_names_no_native_id_is_recorded_under_the_identifier(env: Env):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("in_progress", {"polls": 2, "ops": ["create"]})  # the id comes with the final answer
+        view = await applied(engine, env.forma(resource("rec", "FAKE::Test::Record", {"Value": "v"})))
+        assert view.State == "Success", [u.ErrorMessage for u in view.ResourceUpdates]
+        [(native_id, found)] = env.cloud.resources("FAKE::Test::Record").items()
+        assert found["properties"]["Meta"]["RecordId"] == native_id
+        [stored] = env.datastore.list_resources().items
+        assert stored.native_id == native_id
+
+    env.run(scenario)
+
+
 def test_hard_failure_fails_dependents_without_running_them(env: Env):
     async def scenario(engine: Engine) -> None:
         env.cloud.set_knob("fail", {"code": "AccessDenied", "ops": ["create"], "labels": ["a"]})

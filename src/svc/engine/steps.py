@@ -95,6 +95,18 @@ def _strip_empty(value: Any) -> Any:
     return value
 
 
+def _identified(properties: Json | None, identifier: str) -> str:
+    """The native id at the schema's ``identifier`` (``$.Id``, ``$.Meta.Id``) in a create's answer; "" if none."""
+    path = identifier.removeprefix("$").removeprefix(".")
+    if not properties or not path:
+        return ""
+    try:
+        found = values.get_path(properties, path)
+    except KeyError:
+        return ""
+    return str(found) if isinstance(found, (str, int)) and not isinstance(found, bool) and found != "" else ""
+
+
 def _changed_out_of_band(change: ResourceChange, observed: ResourceWrite) -> bool:
     """Whether the state a read found (as ``Steps.resource_write`` stores it, over the change's prior) differs
     from the prior state the change was planned against."""
@@ -298,12 +310,20 @@ class Steps:
         if progress.status is not Status.SUCCESS:
             return self._failed(data, progress)
         returned = progress.properties
+        identifier = str(change.schema.get("Identifier") or "")
+        native_id = progress.native_id or _identified(returned, identifier)
+        if not native_id:
+            message = (f"plugin {runner.namespace} answered the create of {change.type} {change.label!r} without a "
+                       f"native id, and its properties hold none at the identifier {identifier!r}; nothing was "
+                       "recorded (the provider may hold a resource svc does not know)")
+            data.message = message
+            return Outcome(UpdateState.FAILED, message)
         if returned is None:
-            found = await read(runner, self.call(change), progress.native_id, None, self.policies(change.namespace),
+            found = await read(runner, self.call(change), native_id, None, self.policies(change.namespace),
                                not_found_ok=False)
             returned = found.properties or {}
         return Outcome(UpdateState.SUCCESS, progress.message,
-                       resource=self.resource_write(change, resolved, returned, progress.native_id))
+                       resource=self.resource_write(change, resolved, returned, native_id))
 
     async def update(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
         schema = schema_of(change.schema)

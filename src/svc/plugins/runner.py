@@ -118,8 +118,9 @@ def checked_progress(operation: Operation, result: Any) -> Progress:
                                 f"{type(result).__name__}, not Progress", operation=operation)
     if result.operation is None:
         result.operation = operation
-    if (result.status is Status.SUCCESS and result.operation in (Operation.CREATE, Operation.UPDATE)
-            and not result.native_id):
+    # A create may name its resource only in the properties it returns (the schema's identifier): the engine
+    # looks there, and fails the create if neither names one.
+    if result.status is Status.SUCCESS and result.operation is Operation.UPDATE and not result.native_id:
         return Progress.failure(ErrorCode.UNFORESEEN_ERROR, f"the plugin's {operation} succeeded without a native id",
                                 operation=operation)
     return result
