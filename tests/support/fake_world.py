@@ -29,6 +29,7 @@ import "@fake/fake.pkl"
 import "@fake/net/network.pkl"
 import "@fake/net/subnet.pkl"
 import "@fake/test/item.pkl"
+import "@fake/test/rules.pkl"
 
 forma {{
   new svc.Target {{ label = "cloud"; config = new fake.Config {{ path = "{cloud}" }} }}
