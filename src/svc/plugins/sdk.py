@@ -202,7 +202,9 @@ class Ctx:
 class ResourcePlugin(Protocol):
     """What a plugin author writes (methods may also be ``async def``)."""
 
-    def create(self, ctx: Ctx, label: str, properties: Json) -> Progress: ...
+    def create(self, ctx: Ctx, label: str, properties: Json) -> Progress:
+        """A success names the new resource's native id, or returns properties that hold it at the type's
+        ``identifier``."""
 
     def read(self, ctx: Ctx, native_id: str, prior: Json | None) -> ReadResult: ...
 
