@@ -210,9 +210,15 @@ class CliAuthConfig(_Model):
     password: str = Field(repr=False)
 
 
+class UpgradeConfig(_Model):
+    index_url: str | None = None
+    find_links: tuple[str, ...]
+
+
 class CliConfig(_Model):
     api: ApiConfig
     auth: CliAuthConfig | None = None
+    upgrade: UpgradeConfig
 
 
 class SvcConfig(_Model):
