@@ -12,6 +12,10 @@ from deploy_support import ACCOUNT, DEPLOY, PLACEHOLDER, REGION, REPO, fill, loa
 
 from svc import __version__
 from svc.config import load_config
+from svc.engine.discovery_filters import excluded
+from svc.engine.discovery_settings import plugin_discovery
+from svc.plugins.installed import installed_plugins
+from svc.schema.extract import extract_descriptors
 
 # Each file is the request of one API operation: (service, operation).
 OPERATIONS = {
@@ -23,7 +27,14 @@ OPERATIONS = {
     "express/service.json": ("ecs", "CreateExpressGatewayService"),
     "apprunner/auto-scaling.json": ("apprunner", "CreateAutoScalingConfiguration"),
     "apprunner/service.json": ("apprunner", "CreateService"),
+    "iam/execution-role.json": ("iam", "CreateRole"),
+    "iam/task-role.json": ("iam", "CreateRole"),
+    "iam/infrastructure-role.json": ("iam", "CreateRole"),
+    "iam/apprunner-access-role.json": ("iam", "CreateRole"),
+    "iam/apprunner-instance-role.json": ("iam", "CreateRole"),
 }
+# Policy documents, not requests: tests/deploy/test_deploy_roles.py puts each on a role in moto.
+POLICY_DOCUMENTS = "iam/policies"
 ARN = f"arn:aws:iam::{ACCOUNT}:role/svc"
 SAMPLE_VALUES = {
     "REGION": REGION, "IMAGE_REPOSITORY": "registry.example.com/svc", "TAG_KEY": "svc:agent", "TAG_VALUE": "true",
@@ -44,7 +55,8 @@ def image_tag(image: str) -> str:
 
 
 def test_every_deploy_file_is_a_valid_request_of_its_operation() -> None:
-    files = {str(path.relative_to(DEPLOY)) for path in DEPLOY.rglob("*.json")}
+    files = {str(path.relative_to(DEPLOY)) for path in DEPLOY.rglob("*.json")
+             if not str(path.relative_to(DEPLOY)).startswith(POLICY_DOCUMENTS)}
     assert files == set(OPERATIONS)
     for name, (service, operation) in OPERATIONS.items():
         shape = boto3.client(service, region_name=REGION).meta.service_model.operation_model(operation).input_shape
@@ -67,7 +79,8 @@ def test_full_control_task_definition() -> None:
     assert task["executionRoleArn"] == "<EXECUTION_ROLE_ARN>" and task["taskRoleArn"] == "<TASK_ROLE_ARN>"
     [container] = task["containerDefinitions"]
     assert container["essential"] is True
-    assert image_tag(container["image"]) == __version__  # pinned to this release, never latest
+    # Pinned to this release, never latest, and the variant with the CA bundle its config verifies against.
+    assert image_tag(container["image"]) == f"{__version__}-rds-ca"
     assert container["portMappings"] == [{"name": "svc-api", "containerPort": 49684, "protocol": "tcp"}]
     # The health probe the image ships, which GETs /api/v1/health and wants 200 (tests/deploy/test_entrypoint.py).
     assert container["healthCheck"]["command"] == ["CMD", "/usr/local/bin/svc-healthcheck"]
@@ -167,3 +180,90 @@ def test_data_api_config_reads_its_credentials_through_the_secret_and_requires_a
     assert config.datastore.datastore_type == "auroradataapi"
     assert config.datastore.aurora_data_api.secret_arn == "<DB_SECRET_ARN>"
     assert config.auth is not None and config.auth.type == "basic"  # the endpoint is public
+
+
+def filled_config(name: str, directory: Path) -> Path:
+    """deploy/config/``name`` with its placeholders replaced, as a user stores it in the config secret."""
+    values = {**SAMPLE_VALUES, "DB_WRITER_ENDPOINT": "svc.cluster-abc.us-east-1.rds.amazonaws.com",
+              "DB_CLUSTER_ARN": f"arn:aws:rds:{REGION}:{ACCOUNT}:cluster:svc",
+              "BCRYPT_PASSWORD_HASH": "$2b$12$KIXQJmVmhF5n0sLzPfC8UOZ3Q5f9m1yV0yVYqkq0H0b0m8nqXJQ2W"}
+    text = (DEPLOY / "config" / name).read_text()
+    missing = sorted(set(PLACEHOLDER.findall(text)) - {f"<{key}>" for key in values})
+    assert not missing, f"no test value for {missing}"
+    path = directory / name
+    path.write_text(PLACEHOLDER.sub(lambda match: values[match.group(0)[1:-1]], text))
+    return path
+
+
+def aws_types_with_tags() -> set[str]:
+    """What the installed AWS plugin discovers that carries ``Tags``, from its schema."""
+    [plugin] = [plugin for plugin in installed_plugins() if plugin.namespace == "AWS"]
+    return {name for name, descriptor in extract_descriptors(plugin).items()
+            if descriptor.schema_.discoverable and "Tags" in descriptor.schema_.fields}
+
+
+AGENT_TAGGED = {"Tags": [{"Key": "svc:agent", "Value": "true"}]}  # SAMPLE_VALUES' <TAG_KEY> = <TAG_VALUE>
+SYSTEM_TAGGED = {"Tags": [{"Key": "AmazonECSManaged", "Value": "true"}]}
+
+
+@pytest.mark.parametrize(("name", "express"), [("full-control.pkl", False), ("data-api.pkl", True)])
+def test_shipped_configs_run_the_aws_plugin_leaving_out_the_agents_own_infrastructure(
+        name: str, express: bool, monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    monkeypatch.setenv("SVC_DB_USER", "svc_agent")
+    monkeypatch.setenv("SVC_DB_PASSWORD", "from-the-db-secret")
+    config = load_config(filled_config(name, home)).agent
+    [plugin] = config.resource_plugins
+    assert (plugin.type, plugin.enabled) == ("AWS", True)
+    tagged = aws_types_with_tags()
+    agent_filter, *system_filter = plugin.discovery_filters
+    # The agent's own tag, from the same placeholders every file under deploy/ tags with, on every tagged type.
+    assert set(agent_filter.resource_types) == tagged
+    assert [(c.property_path, c.property_value) for c in agent_filter.conditions] == [
+        ("$.Tags[?(@.Key=='svc:agent')].Value", "true")]
+    if express:  # what express mode creates carries its system tag; the shared default cluster stays in
+        [system] = system_filter
+        assert set(system.resource_types) == tagged - {"AWS::ECS::Cluster"}
+        assert [(c.property_path, c.property_value) for c in system.conditions] == [
+            ("$.Tags[?(@.Key=='AmazonECSManaged')].Value", "true")]
+    else:
+        assert system_filter == []
+    # What discovery does with them (the filters replace the plugin's defaults).
+    discovery = plugin_discovery("AWS", plugin, {}, ("Name",))
+    assert excluded(discovery.filters, "AWS::IAM::Role", AGENT_TAGGED)
+    assert excluded(discovery.filters, "AWS::ECS::Cluster", AGENT_TAGGED)
+    assert not excluded(discovery.filters, "AWS::EC2::VPC", {"Tags": [{"Key": "Name", "Value": "shop"}]})
+    assert excluded(discovery.filters, "AWS::Logs::LogGroup", SYSTEM_TAGGED) is express
+    assert not excluded(discovery.filters, "AWS::ECS::Cluster", SYSTEM_TAGGED)
+
+
+def test_the_agent_tag_is_one_placeholder_pair_everywhere() -> None:
+    """Every tag a deploy/ file puts on what it creates is <TAG_KEY> = <TAG_VALUE>, which the configs filter on."""
+    def tags(document: object) -> list[object]:
+        if isinstance(document, dict):
+            found = [document[key] for key in ("Tags", "tags") if key in document]
+            return found + [tag for value in document.values() for tag in tags(value)]
+        return [tag for value in document for tag in tags(value)] if isinstance(document, list) else []
+
+    creating = [name for name, (_, operation) in OPERATIONS.items() if operation.startswith(("Create", "Register"))]
+    for name in creating:
+        assert tags(load_deploy_json(name)) in (
+            [[{"Key": "<TAG_KEY>", "Value": "<TAG_VALUE>"}]], [[{"key": "<TAG_KEY>", "value": "<TAG_VALUE>"}]]), name
+    for config in ("full-control.pkl", "data-api.pkl"):
+        assert "propertyPath = \"$.Tags[?(@.Key=='<TAG_KEY>')].Value\"; propertyValue = \"<TAG_VALUE>\"" in (
+            DEPLOY / "config" / config).read_text()
+
+
+def test_the_full_control_task_runs_the_image_that_holds_the_ca_bundle_its_config_names(
+        monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    monkeypatch.setenv("SVC_DB_USER", "svc_agent")
+    monkeypatch.setenv("SVC_DB_PASSWORD", "from-the-db-secret")
+    postgres = load_config(DEPLOY / "config" / "full-control.pkl").agent.datastore.postgres
+    bundle = dict(pair.split("=", 1) for pair in postgres.connection_params.split("&"))["sslrootcert"]
+    [container] = load_deploy_json("ecs/task-definition.json")["containerDefinitions"]
+    variant = (REPO / "deploy" / "Dockerfile.rds-ca").read_text()
+    # The variant adds that very file, and its documented build tags the image as the task definition names it.
+    assert re.search(rf"^ADD \S+ {re.escape(bundle)}$", variant, re.MULTILINE)
+    build = re.compile(r"docker build -f deploy/Dockerfile\.rds-ca .*-t svc:(\S+) \.")
+    for documented in (variant, (REPO / "README.md").read_text()):
+        [tag] = build.findall(documented)
+        assert image_tag(container["image"]) == tag

@@ -320,8 +320,9 @@ def test_update_changes_only_the_agent_container_of_a_task_with_a_sidecar(aws: A
                                         "use a version tag such as registry.example.com/svc:1.2.3 (never latest)"),
     ("registry.example.com/svc", "Error: image registry.example.com/svc does not pin a version; "
                                  "use a version tag such as registry.example.com/svc:1.2.3 (never latest)"),
-    (f"registry.example.com/svc:{__version__}", f"Error: service svc-agent already runs "
-                                                f"registry.example.com/svc:{__version__} (svc-agent:1); nothing to update"),
+    (f"registry.example.com/svc:{__version__}-rds-ca", f"Error: service svc-agent already runs "
+                                                       f"registry.example.com/svc:{__version__}-rds-ca (svc-agent:1); "
+                                                       "nothing to update"),
 ])
 def test_update_refuses_an_unpinned_or_unchanged_image(aws: Aws, image: str, expected: str) -> None:
     apply_full_control(aws)

@@ -91,6 +91,8 @@ def discovered(world: World) -> dict[str, Any]:
     s3.put_bucket_tagging(Bucket="svc-agent-state", Tagging={"TagSet": [AGENT_TAG]})
     s3.create_bucket(Bucket="shop-assets")
     queue = sqs.create_queue(QueueName="shop-orders")["QueueUrl"]
+    # Express mode's shared default cluster carries the system tag too, and stays discoverable.
+    world.client("ecs").create_cluster(clusterName="default", tags=[{"key": "AmazonECSManaged", "value": "true"}])
     response = httpx.post(f"{world.agent.url}/api/v1/admin/discover", timeout=300)
     assert response.status_code == 200, response.text
     listed = world.svc("inventory", "resources", "--query", "managed:false", "--output-consumer", "machine")
@@ -111,6 +113,7 @@ def test_tag_filters_leave_out_the_agents_own_infrastructure(discovered: dict[st
     assert "shop-assets" in buckets and "svc-agent-state" not in buckets
     assert discovered["system"] not in _ids(discovered, "AWS::EC2::Subnet"), "the system-tagged subnet was kept"
     assert discovered["queue"] in _ids(discovered, "AWS::SQS::Queue")
+    assert "default" in _ids(discovered, "AWS::ECS::Cluster"), "the shared default cluster was filtered out"
     assert discovered["report"]["Filtered"] >= 3, discovered["report"]
 
 
