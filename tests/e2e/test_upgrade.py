@@ -63,15 +63,25 @@ def build_decoy(name: str, version: str, work: Path, wheels: Path) -> None:
         f'[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
         f'[project]\nname = "{name}"\nversion = "{version}"\ndescription = "decoy"\n'
         f'[tool.hatch.build.targets.wheel]\npackages = ["decoy"]\n')
-    pip_wheel(project, wheels)
+    pip_wheel(project, work)
+    # Tagged for exactly this Python, which pip prefers to our py3 wheels of the same version: wherever pip
+    # sees the decoy next to ours, it takes the decoy.
+    stem = f"{name.replace('-', '_')}-{version}"
+    [built] = work.glob(f"{stem}-*.whl")
+    wheels.mkdir(exist_ok=True)
+    built.rename(wheels / f"{stem}-py{sys.version_info.major}{sys.version_info.minor}-none-any.whl")
 
 
 def simple_index(wheels: Path, root: Path) -> Path:
-    """A PEP 503 index of ``wheels``: one directory per project, whose listing links its files."""
+    """A PEP 503 index of ``wheels``: one directory per project, whose index.html links its files (pip reads
+    that file of a file: index, and a server answers a directory with it)."""
     for wheel in wheels.glob("*.whl"):
         project = root / re.sub(r"[-_.]+", "-", wheel.name.split("-", 1)[0]).lower()
         project.mkdir(parents=True, exist_ok=True)
         shutil.copy(wheel, project / wheel.name)
+    for project in root.iterdir():
+        links = "".join(f'<a href="{file.name}">{file.name}</a>\n' for file in sorted(project.glob("*.whl")))
+        (project / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
     return root
 
 
@@ -123,7 +133,11 @@ class Environment:
         return self.run(str(self.venv / "bin" / "svc"), *args)
 
     def pip_install(self, *args: str) -> None:
-        result = self.run(str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps", *args)
+        """How the user installed svc in the first place: from ``args`` alone, not pip's configured sources."""
+        env = {key: value for key, value in self.env.items()
+               if key not in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")}
+        result = subprocess.run([str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
+                                 *args], capture_output=True, text=True, timeout=300, env=env)
         assert result.returncode == 0, result.stderr
 
     def installed(self, name: str) -> tuple[str, str]:
@@ -161,9 +175,11 @@ def environment(tmp_path: Path, sources: Sources) -> Environment:
     env.update({
         "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
         "SVC_PKL": str(Path(sys.executable).parent / "pkl"),
-        # This environment's pip configuration, as a user's might be: an index and a link directory that both
-        # hold an unrelated project named svc. No config file at all, so the host's settings play no part.
-        "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": sources.decoy_index, "PIP_FIND_LINKS": str(sources.decoy_links),
+        # This environment's pip configuration, as a user's might be: an index, an extra index and a link
+        # directory that all hold an unrelated project named svc. No config file at all, so the host's settings
+        # play no part.
+        "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": sources.decoy_index,
+        "PIP_EXTRA_INDEX_URL": sources.decoy_index, "PIP_FIND_LINKS": str(sources.decoy_links),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_CACHE_DIR": "1",
     })
     return Environment(venv, env, home)
