@@ -40,6 +40,7 @@ def test_defaults() -> None:
     assert agent.auth is None
     assert cli.api.url == "http://localhost" and cli.api.port == 49684
     assert cli.auth is None
+    assert cli.upgrade.index_url is None and cli.upgrade.find_links == ()  # svc upgrade: where svc came from
 
 
 def test_cli_config_defaults_without_a_file(home: Path) -> None:
@@ -232,3 +233,10 @@ def test_plugin_types_must_be_distinct(write_pkl) -> None:
     """)
     with pytest.raises(ConfigError, match="isDistinctBy"):
         load_config(path)
+
+
+def test_the_source_of_svc_upgrades_is_configurable(write_pkl) -> None:
+    config = load_config(write_pkl("upgrade.pkl", 'amends "svc:/Config.pkl"\ncli { upgrade {\n'
+                                   '  indexUrl = "https://packages.example.com/simple"\n  findLinks { "/srv/svc-wheels" }\n} }\n'))
+    assert config.cli.upgrade.index_url == "https://packages.example.com/simple"
+    assert config.cli.upgrade.find_links == ("/srv/svc-wheels",)

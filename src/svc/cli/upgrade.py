@@ -127,10 +127,12 @@ def upgrade(
         "--find-links", help="A directory or page of svc's wheels; without --index-url, the only source.")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Install svc VERSION, and the plugins released with svc, into this environment (the CLI must match the agent).
+    """Install svc VERSION, and the plugins released with it, into this environment (the CLI must match the agent).
 
-    They come from svc's own source: --index-url/--find-links, else cli.upgrade in the CLI config, else where the
-    installed svc came from. Never from the public index, which has an unrelated project named svc."""
+    From svc's own source: --index-url / --find-links, else cli.upgrade in the CLI config, else where svc came from.
+
+    Never from the public index, which has an unrelated project named svc.
+    """
     source = _source(index_url, find_links, config)
     plugins, independent = _lockstep_plugins()
     names = ["svc", *plugins]
