@@ -213,6 +213,9 @@ def test_upgrade_installs_ours_from_where_svc_came_from_never_a_same_named_proje
     assert back.returncode == 0, back.stderr
     assert f"from {sources.ours} (recorded when svc was last upgraded)" in back.stderr
     assert_ours(environment, OLD)
+    # The record is listed in RECORD, so pip took it away with svc 97.0.1: no half-removed .dist-info remains.
+    assert sorted(path.name for path in environment.venv.glob("lib/python*/site-packages/svc-*.dist-info")) == [
+        f"svc-{OLD}.dist-info"]
 
     missing = environment.svc("upgrade", "--version", "99.0.0")  # only the decoy has it
     assert missing.returncode == 1
