@@ -209,6 +209,7 @@ def test_the_agent_manages_and_discovers_identity_resources_but_never_its_own_pe
     for action in ("iam:CreateRole", "iam:UpdateRole", "iam:DeleteRole", "iam:GetRole", "iam:ListRoles",
                    "iam:TagRole", "iam:PassRole", "iam:PutRolePolicy", "iam:CreatePolicy"):
         assert allowed(policies, action, other_role), action
+    assert allowed(policies, "iam:UploadServerCertificate", f"arn:aws:iam::{ACCOUNT}:server-certificate/app")
     for action in ("iam:ListServerCertificates", "iam:ListSAMLProviders", "iam:ListOpenIDConnectProviders",
                    "iam:ListGroups", "iam:GetRole", "iam:GetSAMLProvider"):
         assert allowed(policies, action), action
