@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from support.records import T0, item_write, stored_command
-from svc.datastore import ConflictError, Datastore
+from svc.datastore import ConflictError, Datastore, DatastoreUnavailable
 from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.writer import WRITER_NICENESS, BatchWriter, Finished, WriterClosed
@@ -177,3 +177,31 @@ def test_batches_commit_on_a_thread_below_the_event_loops_priority(datastore: Da
     loop_niceness = asyncio.run(run())
     assert len(niceness) == 2 and niceness[0][0] == niceness[1][0] != threading.get_native_id()  # one thread
     assert niceness[0][1] == min(19, loop_niceness + WRITER_NICENESS)
+
+
+def test_a_batch_whose_commit_answer_was_lost_in_an_outage_is_not_taken_for_a_fenced_one(
+        datastore: Datastore) -> None:
+    """The connection can drop after the database committed and before it answered: the writer commits the batch
+    again once the datastore is back, and its update states, terminal already by its own first commit, do not
+    move again; they moved all the same (a change that succeeded is not reported Canceled)."""
+    command = stored_command(datastore, "k1", "k2", state="NotStarted")
+
+    class AnswerLost(_Counting):
+        def commit_changes(self, batch: Any) -> Any:
+            outcome = super().commit_changes(batch)
+            if self.commits == 1:
+                raise DatastoreUnavailable("datastore unavailable (test): the connection dropped while committing")
+            return outcome
+
+    async def run() -> list[Finished]:
+        writer = BatchWriter(AnswerLost(datastore))  # type: ignore[arg-type]
+        try:
+            return list(await asyncio.gather(*(writer.finish(_write(k, f"n-{k}"), None, _success(command, k))
+                                               for k in ("k1", "k2"))))
+        finally:
+            await writer.close()
+
+    finished = asyncio.run(run())
+    assert [f.moved for f in finished] == [True, True]
+    assert {u.ksuid: u.state for u in datastore.get_resource_updates(command).items} == {"k1": "Success",
+                                                                                         "k2": "Success"}

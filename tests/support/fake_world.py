@@ -89,11 +89,13 @@ class World:
 
 
 @contextmanager
-def fake_world(tmp_path: Path, agent_config: str = "") -> Iterator[World]:
+def fake_world(tmp_path: Path, agent_config: str = "", datastore: str | None = None) -> Iterator[World]:
     """An agent with FAKE enabled (fast retries, no background loops); stopped afterwards.
-    ``agent_config`` adds members to its ``agent`` block (e.g. ``oTel { … }``)."""
+    ``agent_config`` adds members to its ``agent`` block (e.g. ``oTel { … }``); ``datastore`` replaces its
+    SQLite datastore block (``on_demand_agent``)."""
     cloud_path = tmp_path / "cloud.db"
-    agent = on_demand_agent(tmp_path, "new FAKE.PluginConfig {}", members=agent_config).start()
+    agent = on_demand_agent(tmp_path, "new FAKE.PluginConfig {}", members=agent_config,
+                            datastore=datastore).start()
     try:
         yield World(agent, FakeCloud(cloud_path), cloud_path, tmp_path)
     finally:

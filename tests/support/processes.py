@@ -42,12 +42,13 @@ def isolated_home(base: Path) -> Iterator[Path]:
 
 
 def on_demand_agent(directory: Path, plugins: str, *, imports: Sequence[str] = ("FAKE",), max_retries: int | None = 5,
-                    members: str = "", env: Mapping[str, str] | None = None) -> Agent:
+                    members: str = "", env: Mapping[str, str] | None = None, datastore: str | None = None) -> Agent:
     """An agent (not started) on SQLite in ``directory`` (``svc.db``; config ``agent.pkl``, log ``agent.log``)
     whose synchronization and discovery run only when asked, so that tests and benches decide when.
 
     ``plugins`` is the body of its ``resourcePlugins``, naming the plugin modules ``imports``; ``max_retries``
-    with fast retry delays (None: the default retry settings); ``members`` more members of its ``agent`` block.
+    with fast retry delays (None: the default retry settings); ``members`` more members of its ``agent`` block;
+    ``datastore`` its ``datastore { … }`` block instead of that SQLite file (e.g. ``PgCluster.pkl_postgres_block``).
     The config's ``cli`` block points at it, so ``--config`` serves both sides."""
     port = free_port()
     retry = ("" if max_retries is None else
@@ -55,7 +56,7 @@ def on_demand_agent(directory: Path, plugins: str, *, imports: Sequence[str] = (
     lines = ['amends "svc:/Config.pkl"', *(f'import "plugins:/{name}.pkl"' for name in imports),
              "agent {",
              f'  server {{ bindAddress = "127.0.0.1"; port = {port} }}',
-             f'  datastore {{ sqlite {{ filePath = "{directory / "svc.db"}" }} }}',
+             "  " + (datastore or f'datastore {{ sqlite {{ filePath = "{directory / "svc.db"}" }} }}'),
              "  resourcePlugins {", textwrap.indent(plugins, "    "), "  }",
              f"  {retry}",
              "  synchronization { enabled = false }",

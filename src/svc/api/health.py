@@ -21,6 +21,7 @@ class DatastoreHealth:
         self._ttl = ttl
         self._timeout = timeout
         self._problem: str | None = None
+        self._hung = False  # the last check timed out
         self._checked_at = float("-inf")
         self._lock = asyncio.Lock()
 
@@ -33,16 +34,18 @@ class DatastoreHealth:
             return self._problem
 
     async def _check(self) -> str | None:
+        """An unreachable datastore is logged by the datastore itself, once per outage
+        (``svc.datastore.outage``); only a ping that hangs is this check's own to tell, once too."""
         try:
             await asyncio.wait_for(asyncio.to_thread(self._datastore.ping), self._timeout)
         except DatastoreError as error:
-            problem = str(error)
+            return str(error)
         except TimeoutError:
-            problem = f"the datastore did not answer within {self._timeout:g}s"
-        else:
-            if self._problem is not None:
-                log.info("the datastore is reachable again")
-            return None
-        if self._problem is None:
-            log.warning("the datastore is unreachable: %s", problem)
-        return problem
+            if not self._hung:
+                log.warning("the datastore did not answer a health check within %gs", self._timeout)
+            self._hung = True
+            return f"the datastore did not answer within {self._timeout:g}s"
+        if self._hung:
+            log.info("the datastore answers health checks again")
+        self._hung = False
+        return None

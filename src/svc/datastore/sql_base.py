@@ -16,6 +16,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from svc import jsontext
 from svc.datastore.errors import ConflictError, DatastoreError, DatastoreUnavailable
+from svc.datastore.outage import Availability
 
 T = TypeVar("T")
 log = logging.getLogger("svc.datastore")
@@ -84,6 +85,7 @@ class SqlBase:
         self.engine = engine
         self.backend = backend
         self.describe = describe
+        self.availability = Availability(describe)  # logs an outage's start and end (``outage``)
 
     # -- error translation -------------------------------------------------------------------------------
 
@@ -104,32 +106,44 @@ class SqlBase:
             return DatastoreError(f"datastore error ({self.describe}): {line}")
         return DatastoreError(f"datastore error ({self.describe}): {_first_line(error)}")
 
+    def _failed(self, error: Exception, began: float) -> DatastoreError:
+        """``error`` translated, and an outage noted when it is one (for an operation begun at ``began``)."""
+        translated = self.translate(error)
+        if isinstance(translated, DatastoreUnavailable):
+            self.availability.failed(translated, began)
+        return translated
+
     # -- transactions ------------------------------------------------------------------------------------
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
         """A read-only transaction (a consistent snapshot on both backends)."""
+        began = time.monotonic()
         try:
             with self.engine.connect() as conn, conn.begin():
                 yield conn
         except (sa.exc.SQLAlchemyError, OSError) as error:
-            raise self.translate(error) from error
+            raise self._failed(error, began) from error
+        self.availability.answered(began)
 
     @contextmanager
     def write(self) -> Iterator[sa.Connection]:
         """A write transaction; on SQLite it holds the database write lock from its first statement."""
+        began = time.monotonic()
         try:
             with self.engine.connect() as base:
                 conn = base.execution_options(**{WRITE_OPTION: True})
                 with conn.begin():
                     yield conn
         except (sa.exc.SQLAlchemyError, OSError) as error:
-            raise self.translate(error) from error
+            raise self._failed(error, began) from error
+        self.availability.answered(began)
 
     def write_retrying(self, work: Callable[[sa.Connection], T]) -> T:
         """Runs ``work`` in a write transaction, again from scratch when a concurrent writer got there first
         (``Retry`` or a unique-index violation); gives up with ``ConflictError`` after a few attempts."""
         last: Exception | None = None
+        began = time.monotonic()
         for attempt in range(_WRITE_ATTEMPTS):
             if attempt:
                 # Jittered backoff so that colliding writers stop colliding.
@@ -138,7 +152,9 @@ class SqlBase:
                 with self.engine.connect() as base:
                     conn = base.execution_options(**{WRITE_OPTION: True})
                     with conn.begin():
-                        return work(conn)
+                        result = work(conn)
+                self.availability.answered(began)
+                return result
             except Retry as error:
                 last = error
             except sa.exc.IntegrityError as error:
@@ -146,10 +162,10 @@ class SqlBase:
             except sa.exc.OperationalError as error:
                 # PostgreSQL's deadlock detector or serialization checks picked this transaction: rerun it.
                 if getattr(getattr(error, "orig", None), "sqlstate", None) not in ("40P01", "40001"):
-                    raise self.translate(error) from error
+                    raise self._failed(error, began) from error
                 last = error
             except (sa.exc.SQLAlchemyError, OSError) as error:
-                raise self.translate(error) from error
+                raise self._failed(error, began) from error
         raise ConflictError(f"write kept conflicting with concurrent writers ({self.describe}): {last}")
 
     def lock_all(self, conn: sa.Connection, keys: Sequence[str]) -> None:
@@ -168,6 +184,7 @@ class SqlBase:
 
     def ping(self) -> None:
         """Raises ``DatastoreUnavailable`` unless the database answers a trivial query."""
+        began = time.monotonic()
         try:
             with self.engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1").scalar_one()
@@ -175,7 +192,9 @@ class SqlBase:
             translated = self.translate(error)
             if not isinstance(translated, DatastoreUnavailable):
                 translated = DatastoreUnavailable(str(translated))
+            self.availability.failed(translated, began)
             raise translated from error
+        self.availability.answered(began)
 
     def close(self) -> None:
         self.engine.dispose()

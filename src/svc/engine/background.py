@@ -5,7 +5,9 @@ first run ``first_delay`` after start, then ``interval`` after each run *ends* (
 overlaps the next). ``run_now`` (the ``/admin/*`` endpoints, discovery after a command) returns the
 result of a run that starts after it was called: at once, or when the run in progress ends, because
 that run may have read the world before the caller changed it. Callers that arrive during one run share
-the next. A failing run is logged and the timer goes on.
+the next. A failing run is logged and the timer goes on; one that failed because the datastore is unavailable
+is not (the datastore logs the outage once, ``svc.datastore.outage``), and the timer backs off while it lasts:
+the next run comes after a pause that doubles, from the interval up to ``OUTAGE_PAUSE``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from svc.datastore.errors import DatastoreUnavailable
+from svc.datastore.outage import Backoff
 from svc.telemetry import traced_job
 
 log = logging.getLogger("svc.engine.background")
+OUTAGE_PAUSE = 30.0  # seconds between runs at most while the datastore is unavailable (unless the interval is longer)
 
 
 class PeriodicJob:
@@ -71,6 +76,7 @@ class PeriodicJob:
 
     async def _loop(self) -> None:
         delay = self.first_delay
+        outage = Backoff(self.interval, max(self.interval, OUTAGE_PAUSE))
         while True:
             await asyncio.sleep(delay)
             delay = self.interval
@@ -78,5 +84,9 @@ class PeriodicJob:
                 await self._run()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # the next run may succeed (a datastore back, a plugin restarted)
+            except DatastoreUnavailable:
+                delay = outage.next()
+                continue
+            except Exception:  # the next run may succeed (a plugin restarted)
                 log.exception("%s failed; next run in %.0f s", self.name, self.interval)
+            outage.reset()

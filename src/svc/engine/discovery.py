@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svc.config.model import AgentConfig
+from svc.datastore.outage import patiently
 from svc.datastore.query import Pattern, Query, TextFilter
 from svc.datastore.records import (
     CommandRecord,
@@ -143,17 +144,20 @@ class _Run:
         try:
             await asyncio.gather(*(self._target(scan) for scan in scans))
             await self._flush()
-        except BaseException:
-            if self.report.command_id is not None:
-                await asyncio.to_thread(self.store.set_command_state, self.report.command_id, CommandState.FAILED,
-                                        end_ts=utcnow())
+        except BaseException as error:
+            if (command_id := self.report.command_id) is not None:
+                def end() -> bool:
+                    return self.store.set_command_state(command_id, CommandState.FAILED, end_ts=utcnow())
+
+                # Once the datastore can take it; the agent stopping tries once (a restart fails what is left).
+                await (asyncio.to_thread(end) if isinstance(error, asyncio.CancelledError) else patiently(end))
             raise
-        if self.report.command_id is not None:
+        if (command_id := self.report.command_id) is not None:
             if self.report.discovered:
-                await asyncio.to_thread(self.store.set_command_state, self.report.command_id, CommandState.SUCCESS,
-                                        end_ts=utcnow())
+                await patiently(lambda: self.store.set_command_state(command_id, CommandState.SUCCESS,
+                                                                     end_ts=utcnow()))
             else:  # every write found its resource stored meanwhile: nothing to record
-                await asyncio.to_thread(self.store.delete_command, self.report.command_id)
+                await patiently(lambda: self.store.delete_command(command_id))
                 self.report.command_id = None
         if self.report.discovered or self.report.denied or self.report.errors:
             log.info("discovery: %d new resource(s) stored as unmanaged, %d filtered out, %d id(s) listed on "
@@ -314,13 +318,16 @@ class _Run:
             batch, self.pending = self.pending, []
             if not batch:
                 return
+            # What the plugins listed is kept through an outage (``patiently``); a retried write stores the same
+            # ksuids, so it changes nothing twice.
             if self.report.command_id is None:
                 command_id = new_id()
-                await asyncio.to_thread(self.store.put_command, CommandRecord(
+                await patiently(lambda: self.store.put_command(CommandRecord(
                     id=command_id, command="discovery", state=CommandState.IN_PROGRESS, start_ts=utcnow(),
-                    source="discovery", client_id="discovery"))
+                    source="discovery", client_id="discovery")))
                 self.report.command_id = command_id
-            outcomes = await asyncio.to_thread(self.store.store_resources, batch, command_id=self.report.command_id)
+            stored_under = self.report.command_id
+            outcomes = await patiently(lambda: self.store.store_resources(batch, command_id=stored_under))
             self.report.discovered += sum(1 for outcome in outcomes if outcome.changed)
 
     # -- failures -----------------------------------------------------------------------------------------

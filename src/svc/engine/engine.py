@@ -15,7 +15,9 @@ from datetime import datetime
 from typing import Literal
 
 from svc.api import wire
+from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
+from svc.datastore.outage import patiently
 from svc.datastore.query import COMMAND_FIELDS, DESTROY_FIELDS, parse_query
 from svc.datastore.records import (
     TERMINAL_COMMAND_STATES,
@@ -274,6 +276,8 @@ class Engine:
         async def discover() -> None:
             try:
                 await job.run_now()
+            except DatastoreUnavailable:
+                pass  # the datastore logs the outage; the periodic run tries again
             except Exception:  # noqa: BLE001 - the periodic run tries again
                 log.exception("discovery after command %s failed", command_id)
 
@@ -356,7 +360,7 @@ class Engine:
             if state in TERMINAL_COMMAND_STATES:
                 self.store.set_command_state(command_id, state, end_ts=utcnow())
 
-        await asyncio.to_thread(work)
+        await patiently(work)  # each step checks what is stored: after an outage, it runs again from the start
 
     async def command(self, command_id: str, *, summary: bool = False,
                       updated_since: datetime | None = None) -> wire.CommandView | None:

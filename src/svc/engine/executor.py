@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from svc.datastore.interface import Datastore
+from svc.datastore.outage import patiently
 from svc.datastore.records import TERMINAL_UPDATE_STATES, CommandState, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.graph import Graph
@@ -85,7 +86,7 @@ class CommandRun:
     async def _begin(self) -> None:
         """Starts every change that waits for nothing; notes what each change still waits for."""
         if not self.in_progress_stored:
-            await asyncio.to_thread(self.store.set_command_state, self.command_id, CommandState.IN_PROGRESS)
+            await patiently(lambda: self.store.set_command_state(self.command_id, CommandState.IN_PROGRESS))
         self._waiting = {key: {dep for dep in self.graph.waits_for[key]
                                if self.nodes[dep].state != UpdateState.SUCCESS} for key in self.nodes}
         for key, node in self.nodes.items():

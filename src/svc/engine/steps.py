@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from svc.datastore.interface import Datastore
+from svc.datastore.outage import patiently
 from svc.datastore.records import ResourceWrite, StoreOutcome, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine import values
@@ -225,10 +226,10 @@ class Steps:
         known = self._produced.get(ksuid)
         if known is not None:
             return known
-        return await asyncio.to_thread(self.store.get_resource, ksuid)
+        return await patiently(lambda: self.store.get_resource(ksuid))
 
     async def _read_live(self, resource: Producer) -> Json | None:
-        target = await asyncio.to_thread(self.store.get_target, resource.target)
+        target = await patiently(lambda: self.store.get_target(resource.target))
         if target is None or resource.native_id is None:
             return None
         policy = self.policies(target.namespace)

@@ -31,7 +31,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
+from svc.datastore.outage import patiently
 from svc.datastore.records import (
     CommandRecord,
     CommandState,
@@ -174,7 +176,8 @@ class SyncPass:
             writes, deletes, evictions = self._writes, self._deletes, self._evictions
             self._writes, self._deletes, self._evictions = [], [], []
             if writes or deletes or evictions:
-                await asyncio.to_thread(self._write, writes, deletes, evictions)
+                # What the reads found is kept through an outage: each write is conditional on the version read.
+                await patiently(lambda: self._write(writes, deletes, evictions))
 
     def _write(self, writes: list[tuple[ResourceWrite, ResourceVersion]], deletes: list[ResourceVersion],
                evictions: list[ResourceVersion]) -> None:
@@ -200,11 +203,15 @@ class SyncPass:
         batch = [write for write, _ in writes]
         try:
             return list(self.store.store_resources(batch, command_id=command_id))
+        except DatastoreUnavailable:
+            raise  # the whole flush waits for the datastore
         except Exception:  # noqa: BLE001 - one bad write (e.g. a native id now owned by another) fails alone
             outcomes: list[Any] = []
             for write in batch:
                 try:
                     outcomes.append(self.store.store_resource(write, command_id=command_id))
+                except DatastoreUnavailable:
+                    raise
                 except Exception as error:  # noqa: BLE001
                     log.warning("synchronization could not store %s/%s: %s", write.stack, write.label, error)
                     outcomes.append(None)
@@ -213,10 +220,11 @@ class SyncPass:
     def _command(self) -> str:
         """The sync command the versions are recorded under, stored on first use."""
         if self.command_id is None:
-            self.command_id = new_id()
+            command_id = new_id()
             self.store.put_command(CommandRecord(
-                id=self.command_id, command="sync", state=CommandState.IN_PROGRESS, start_ts=utcnow(),
+                id=command_id, command="sync", state=CommandState.IN_PROGRESS, start_ts=utcnow(),
                 source="synchronizer", client_id="synchronizer"))
+            self.command_id = command_id  # once stored: a write that failed (an outage) stores it when run again
         return self.command_id
 
     def finish(self) -> str | None:
@@ -250,7 +258,7 @@ async def synchronize(engine: Engine, discovery: Mapping[str, PluginDiscovery] |
 
     await asyncio.gather(*(worker() for _ in range(min(WORKERS, len(resources)))))
     await run.flush()
-    command_id = await asyncio.to_thread(run.finish)
+    command_id = await patiently(run.finish)
     tally = run.tally
     log.info("synchronization: %d resources read in %.1f s; %d new versions, %d deleted, %d evicted, %d skipped",
              tally.read, time.monotonic() - started, tally.versions, tally.deleted, tally.evicted, tally.skipped)

@@ -5,7 +5,10 @@ Hundreds of changes finishing at once would otherwise each take the database's w
 whatever is queued as one batch, in one transaction (``Datastore.commit_changes``): resource versions
 first, then update states, so a completion is never durable before the resource state it reports. Each
 caller still awaits its own write (and its result); a batch that fails is retried one write at a time so
-that one bad write fails only its caller. Since a batch stores every version before every tombstone, a
+that one bad write fails only its caller. A batch the datastore cannot take right now (``DatastoreUnavailable``:
+an outage) is committed again, after growing pauses, until it can: its writes and every one queued behind it
+wait in memory, in order, so that what plugins answered meanwhile is recorded once the datastore is back and
+no caller sees the outage (``outage``). Since a batch stores every version before every tombstone, a
 version of a ksuid that an earlier write of the batch tombstones (a replace's create after its delete) starts
 the next batch instead.
 
@@ -28,8 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
-from svc.datastore.records import ResourceWrite, StoreOutcome
+from svc.datastore.outage import Backoff
+from svc.datastore.records import ResourceWrite, StoreOutcome, every_item
 from svc.datastore.update_writes import ChangeBatch, UpdateStateWrite
 
 log = logging.getLogger("svc.engine")
@@ -72,6 +77,11 @@ def _deliver(batch: list[_Pending], results: list[Any]) -> None:
             item.future.set_exception(result)
         else:
             item.future.set_result(result)
+
+
+def _state_of(item: _Pending) -> UpdateStateWrite:
+    """The update state a "state" or "finish" item writes."""
+    return item.payload if item.kind == "state" else item.payload[2]
 
 
 def _version_of(item: _Pending) -> str | None:
@@ -158,16 +168,51 @@ class BatchWriter:
                 if (tombstone := _tombstone_of(item)) is not None:
                     tombstoned.add(tombstone)
             try:
-                await loop.run_in_executor(self._thread, self._commit_and_deliver, loop, batch)
+                await self._until_available(self._commit_and_deliver, loop, batch)
             except Exception:  # noqa: BLE001 - isolate the failing write
-                _deliver(batch, [await loop.run_in_executor(self._thread, self._one, item) for item in batch])
+                _deliver(batch, [await self._until_available(self._one, item) for item in batch])
 
-    def _commit_and_deliver(self, loop: asyncio.AbstractEventLoop, batch: list[_Pending]) -> None:
+    async def _until_available(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args, again)`` on the commit thread, again after a pause for as long as the datastore is
+        unavailable; ``again`` tells it whether it runs after such a failure (its first run may have committed)."""
+        loop = asyncio.get_running_loop()
+        backoff: Backoff | None = None
+        while True:
+            try:
+                return await loop.run_in_executor(self._thread, work, *args, backoff is not None)
+            except DatastoreUnavailable:
+                backoff = backoff or Backoff()
+                await asyncio.sleep(backoff.next())
+
+    def _commit_and_deliver(self, loop: asyncio.AbstractEventLoop, batch: list[_Pending], again: bool) -> None:
         """Commits ``batch`` and hands each caller its answer straight from this thread: through this task
         (the executor future's completion, then this task's wake-up) each answer took two more turns of the
         event loop, milliseconds each under load, and the command's end waits for its last answers."""
         results = self._commit(batch)
+        if again:
+            results = self._confirmed(batch, results)
         loop.call_soon_threadsafe(_deliver, batch, results)
+
+    def _confirmed(self, batch: list[_Pending], results: list[Any]) -> list[Any]:
+        """``results`` of a batch committed again after a failure that may have come after its first commit (the
+        connection lost while committing): a state write found already made by that commit moved, not fenced."""
+        unmoved = [index for index, (item, result) in enumerate(zip(batch, results, strict=True))
+                   if item.kind == "state" and result is False
+                   or item.kind == "finish" and isinstance(result, Finished) and not result.moved]
+        if not unmoved:
+            return results
+        stored: dict[tuple[str, str, str], str] = {}
+        for command_id in {_state_of(batch[index]).command_id for index in unmoved}:
+            for update in every_item(lambda c, i=command_id: self.store.get_resource_update_summaries(
+                    i, cursor=c, limit=1000)):
+                stored[(command_id, update.ksuid, update.operation)] = str(update.state)
+        confirmed = list(results)
+        for index in unmoved:
+            write = _state_of(batch[index])
+            if stored.get((write.command_id, write.ksuid, write.operation)) == str(write.state):
+                result = results[index]
+                confirmed[index] = True if result is False else Finished(True, result.stored)
+        return confirmed
 
     def _commit(self, batch: list[_Pending]) -> list[Any]:
         """The batch as one datastore transaction (``commit_changes``); each item's answer, in order."""
@@ -209,20 +254,16 @@ class BatchWriter:
             results[index] = Finished(moved, stored.get(index)) if batch[index].kind == "finish" else moved
         return [results[i] for i in range(len(batch))]
 
-    def _one(self, item: _Pending) -> Any:
-        run: Callable[[], Any]
-        if item.kind == "finish":
-            try:
-                return self._commit([item])[0]
-            except Exception as error:  # noqa: BLE001 - handed to the caller
-                return error
-        if item.kind == "resource":
-            run = lambda: self.store.store_resource(item.payload, command_id=item.command_id)  # noqa: E731
-        elif item.kind == "delete":
-            run = lambda: self.store.delete_resource(item.payload, command_id=item.command_id)  # noqa: E731
-        else:
-            run = lambda: self.store.set_resource_update_states([item.payload])[0]  # noqa: E731
+    def _one(self, item: _Pending, again: bool) -> Any:
+        """``item`` alone; its answer, or the error for its caller (an outage is raised: it is waited out)."""
         try:
-            return run()
+            if item.kind == "resource":
+                return self.store.store_resource(item.payload, command_id=item.command_id)
+            if item.kind == "delete":
+                return self.store.delete_resource(item.payload, command_id=item.command_id)
+            results = self._commit([item])
+            return (self._confirmed([item], results) if again else results)[0]
+        except DatastoreUnavailable:
+            raise
         except Exception as error:  # noqa: BLE001 - handed to the caller
             return error
