@@ -4,6 +4,7 @@ through the ``datastore`` fixture, with the other two backends.)"""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -180,9 +181,13 @@ def test_a_database_that_stays_unready_is_unavailable_naming_the_cluster(
 
 
 def test_a_database_that_pauses_while_running_is_unavailable_then_back(
-        make_standin: Callable[..., RdsDataStandIn], database: str, fast_retries: None, aurora_datastore_config: ConfigFor) -> None:
+        make_standin: Callable[..., RdsDataStandIn], database: str, fast_retries: None, aurora_datastore_config: ConfigFor,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An outage like PostgreSQL's: ``DatastoreUnavailable`` while it lasts, logged once when it starts and once
+    when it ends (``svc.datastore.outage``)."""
     standin = make_standin()
     store = open_datastore(aurora_datastore_config(standin, database))
+    caplog.set_level(logging.INFO, logger="svc.datastore")
     try:
         store.create_stack("kept")
         standin.not_ready_for(500, NotReadyKind.UNAVAILABLE)
@@ -200,6 +205,12 @@ def test_a_database_that_pauses_while_running_is_unavailable_then_back(
             revived.stop()
     finally:
         store.close()
+    outage = [r.getMessage() for r in caplog.records if "datastore outage" in r.getMessage()]
+    assert len(outage) == 2 and outage[0].startswith("datastore outage began: ") and standin.resource_arn in outage[0]
+    assert outage[1].startswith("datastore outage ended: ") and "2 operation(s) failed meanwhile" in outage[1]
+    # The Data API's own retries of a database that is not ready: one line when they start, one when it answers.
+    waiting = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Data API: ")]
+    assert len(waiting) == 2 and "database not ready" in waiting[0] and waiting[1].endswith("answers again"), waiting
 
 
 # -- settings -------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 from fastapi.responses import StreamingResponse
 
 from svc.api.deps import in_thread
-from svc.datastore import Page
+from svc.datastore import DatastoreUnavailable, Page
 
 T = TypeVar("T")
 log = logging.getLogger("svc.api")
@@ -82,6 +82,8 @@ async def _logged(body: AsyncIterator[str]) -> AsyncIterator[str]:
     try:
         async for chunk in body:
             yield chunk
+    except DatastoreUnavailable:
+        raise  # the datastore logs an outage once, not once per request it cut short
     except Exception:
         log.exception("a streamed list failed part-way")
         raise

@@ -83,6 +83,9 @@ class Transport:
         self.retry = retry or RetryPolicy()
         self.limits = limits or Limits()
         self._sleep = sleep
+        # Retries are under way for a database that is not ready: logged when the first starts, not at each one
+        # of every call (a resuming cluster is retried by every call in flight, for up to the deadline each).
+        self._waiting = False
 
     def base(self, *, with_database: bool = True) -> dict[str, Any]:
         """The fields every request carries (Commit/RollbackTransaction take no database)."""
@@ -106,7 +109,7 @@ class Transport:
         while True:
             attempts += 1
             try:
-                return method(**body)
+                answer = method(**body)
             except ClientError as error:
                 info = error.response.get("Error", {})
                 code, message = str(info.get("Code", "Unknown")), str(info.get("Message", ""))
@@ -124,11 +127,21 @@ class Transport:
             except BotoCoreError as error:
                 # The connection failed after the request went out: it may have run, so it is not repeated.
                 raise OperationalError(f"the Data API call failed: {_one_line(str(error))}") from None
+            else:
+                if self._waiting:
+                    self._waiting = False
+                    log.info("Data API: the database answers again")
+                return answer
             waited = time.monotonic() - started
             if waited + delay > self.retry.deadline_seconds:
                 raise NotReadyError(f"no answer after {attempts} attempts over {waited:.0f} s (last: {reason})",
                                     code=code) from None
-            log.warning("Data API: database not ready (%s); retrying in %.1f s", reason, delay)
+            if self._waiting:
+                log.debug("Data API: database not ready (%s); retrying in %.1f s", reason, delay)
+            else:
+                self._waiting = True
+                log.warning("Data API: database not ready (%s); calls retry for up to %.0f s each until it is",
+                            reason, self.retry.deadline_seconds)
             self._sleep(delay)
             delay = min(delay * 2, self.retry.max_delay)
 
