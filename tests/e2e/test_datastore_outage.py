@@ -2,20 +2,25 @@
 
 A real agent on a throwaway cluster runs the FAKE plugin; the cluster is stopped while plugin calls are under
 way, the calls then complete (their results reach the agent while the datastore is down), and the cluster is
-started again. Without restarting the agent, the command ends Success, the inventory holds every resource the
-plugin made, a later apply plans nothing, and the agent's log tells of the outage in two lines.
+started again. Without restarting the agent, the command ends Success (and ``svc apply --wait``, following it,
+says so), the inventory holds every resource the plugin made, a later apply plans nothing, and the agent's log
+tells of the outage in two lines.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from support.fake_world import World, fake_world, submit
+from support.fake_world import ENV, World, fake_world
 from support.pgcluster import PgCluster
+from support.processes import SVC
 
 PAIRS = 120  # an item and one referring to it: the second starts once the first's plugin call answered
 OUTAGE_START = "datastore outage began"
@@ -43,6 +48,13 @@ def _wait_for(what: str, condition, timeout: float = 60) -> None:  # type: ignor
         time.sleep(0.1)
 
 
+def _latest(world: World) -> str | None:
+    """The id of this client's latest command, once there is one."""
+    result = world.svc("command", "status", "--output-consumer", "machine")
+    commands = json.loads(result.stdout).get("Commands") if result.returncode == 0 else None
+    return commands[0]["CommandId"] if commands else None
+
+
 def _states(world: World, command_id: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for update in world.command(command_id)["ResourceUpdates"]:
@@ -55,7 +67,12 @@ def test_an_outage_mid_apply_is_waited_out_and_loses_nothing(home: Path, tmp_pat
     with fake_world(tmp_path, datastore=cluster.pkl_postgres_block()) as world:
         path = world.forma(_pairs(PAIRS))
         world.cloud.set_knob("hang", {"ops": ["create"]})  # the first creates wait for the outage
-        command_id = submit(world, path)
+        # The user's CLI follows the command through the outage.
+        follower = subprocess.Popen([SVC, "apply", "--mode", "reconcile", str(path), "--yes", "--wait", "--config",
+                                     str(world.agent.config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env={**os.environ, **ENV})
+        _wait_for("the command", lambda: _latest(world) is not None)
+        command_id = _latest(world)
         _wait_for("creates under way", lambda: _states(world, command_id).get("InProgress", 0) >= 32)
         before = len(world.agent.output().splitlines())
 
@@ -69,8 +86,11 @@ def test_an_outage_mid_apply_is_waited_out_and_loses_nothing(home: Path, tmp_pat
         finally:
             cluster.start()
 
-        _wait_for("the command's end", lambda: world.command(command_id)["State"] != "InProgress")
+        out, err = follower.communicate(timeout=90)
+        assert follower.returncode == 0, out + err
         assert world.command(command_id)["State"] == "Success", _states(world, command_id)
+        assert out.count("Success: create FAKE::Test::Item") == 2 * PAIRS, out
+        assert err.count("answered 503") == 1 and err.count("still following it") == 1, err  # said once
         made = set(world.cloud_labels("FAKE::Test::Item"))
         inventory = world.inventory()
         assert len(inventory) == 2 * PAIRS and {r["NativeID"] for r in inventory.values()} == made

@@ -151,6 +151,11 @@ class AgentRefused(CliError):
         self.data = data
 
 
+class AgentUnavailable(CliError):
+    """503: the agent cannot serve this now (its datastore is unavailable); the same request may succeed later,
+    and the agent's commands go on meanwhile."""
+
+
 def raise_for(response: httpx.Response, action: str) -> None:
     if response.is_error:
         try:
@@ -159,4 +164,4 @@ def raise_for(response: httpx.Response, action: str) -> None:
             body = None
         if isinstance(body, dict) and isinstance(body.get("error"), str) and isinstance(body.get("data"), dict):
             raise AgentRefused(describe(response, action), body["error"], body["data"])
-        raise CliError(describe(response, action))
+        raise (AgentUnavailable if response.status_code == 503 else CliError)(describe(response, action))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Group
 from rich.live import Live
@@ -14,11 +14,13 @@ from rich.progress_bar import ProgressBar
 from rich.text import Text
 
 from svc.cli import agent_api
+from svc.cli.agent_errors import AgentUnavailable
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
 from svc.cli.output import console
 from svc.cli.render import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, command_line, updates_table
 
+T = TypeVar("T")
 _FAST_POLL = 0.25
 _SLOW_POLL = 2.0
 # Between polls, wait at least this many times what the last one took: a big command's status costs the agent
@@ -53,8 +55,26 @@ class _Poll:
         return command
 
 
+def _through_outages(fetch: Callable[[float], T], wait: float) -> T:
+    """``fetch(wait)``, again after a pause while the agent answers 503: its datastore is unavailable, and the
+    command goes on and ends once it is back (the agent waits for it), so following it goes on too. Said once
+    on stderr (stdout may be a machine-readable document)."""
+    pause = _FAST_POLL
+    said = False
+    while True:
+        try:
+            return fetch(wait)
+        except AgentUnavailable as error:
+            if not said:
+                print(f"{error}\nThe command goes on; still following it until the agent answers again.",
+                      file=sys.stderr)
+                said = True
+            time.sleep(pause)
+            pause = min(pause * 2, _SLOW_POLL)
+
+
 def _fetch(client: AgentClient, command_id: str, wait: float = 0.0) -> dict[str, Any]:
-    command = agent_api.command(client, command_id, wait=wait)
+    command = _through_outages(lambda w: agent_api.command(client, command_id, wait=w), wait)
     if command is None:
         raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
     return command
@@ -74,7 +94,8 @@ class _Changes:
         return self.poll(self._fetch)
 
     def _fetch(self, wait: float) -> dict[str, Any]:
-        command, self.since = agent_api.command_changes(self.client, self.command_id, self.since, wait=wait)
+        command, self.since = _through_outages(
+            lambda w: agent_api.command_changes(self.client, self.command_id, self.since, wait=w), wait)
         if command is None:
             raise CliError(f"command {self.command_id} disappeared from the agent; check: svc command list")
         return command
