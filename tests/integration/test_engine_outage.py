@@ -1,7 +1,7 @@
 """A PostgreSQL outage seen from the datastore layer and from what waits on it: a throwaway cluster (never the
 shared server) is stopped and started again. The datastore logs the outage once when it starts and once when it
-ends; the engine's writer keeps what it was given and commits it, in order, once the datastore is back; a
-background job says nothing while it lasts."""
+ends; the engine's writer keeps what it was given and commits it, in order, once the datastore is back, and so
+does a synchronization pass; a background job says nothing while it lasts."""
 
 from __future__ import annotations
 
@@ -9,16 +9,22 @@ import asyncio
 import logging
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from svc_plugin_fake import FakeCloud
 
+from support.engine import fake_forma, item, run_with_engine
 from support.pgcluster import PgCluster
 from support.records import item_write, stored_command
 from svc.config.model import DatastoreConfig
 from svc.datastore import Datastore, DatastoreUnavailable, open_datastore
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.background import PeriodicJob
+from svc.engine.engine import Engine
+from svc.engine.service import ApplyRequest, Caller
+from svc.engine.sync import SyncPass
 from svc.engine.writer import BatchWriter
 from svc.ids import new_id
 
@@ -26,17 +32,19 @@ from svc.ids import new_id
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PgCluster]:
     cluster = PgCluster().start()
-    cluster.create_database("svc")
     yield cluster
     cluster.destroy()
 
 
 @pytest.fixture
 def store(cluster: PgCluster) -> Iterator[Datastore]:
+    """A fresh database of the cluster (an engine starting on it must not resume another test's commands)."""
+    database = f"svc_{new_id().lower()}"
+    cluster.create_database(database)
     config = DatastoreConfig.model_validate({
         "datastoreType": "postgres", "sqlite": {"filePath": "unused"},
         "postgres": {"host": "127.0.0.1", "port": cluster.port, "user": "postgres", "password": cluster.password,
-                     "database": "svc", "schema": "", "connectionParams": ""},
+                     "database": database, "schema": "", "connectionParams": ""},
         "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""},
     })
     store = open_datastore(config)
@@ -146,3 +154,34 @@ def test_a_background_job_is_quiet_during_an_outage_and_runs_again_after(cluster
     logged = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
     assert logged == [next(line for line in logged if "datastore outage began" in line)], logged
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_a_synchronization_keeps_what_it_read_through_an_outage(cluster: PgCluster, store: Datastore,
+                                                                 tmp_path: Path) -> None:
+    """The reads of a pass are done when the datastore goes away: their findings are written once it is back,
+    not dropped (nor logged resource by resource)."""
+    cloud = FakeCloud(tmp_path / "cloud.db")
+
+    async def scenario(engine: Engine) -> None:
+        response = await engine.apply(ApplyRequest(fake_forma(cloud.path, [item(f"i{n}", "1") for n in range(5)]),
+                                                   "reconcile"), Caller("client-1"))
+        assert (view := await engine.wait(response.CommandId, 60)) is not None and view.State == "Success"
+        for native_id in cloud.resources():
+            cloud.set_property(native_id, "Value", "by hand")
+        resources = store.list_resources().items
+        sync = SyncPass(engine, {t.label: t for t in store.list_targets().items}, busy=set())
+        for resource in resources:
+            await sync.one(resource)
+        cluster.stop()
+        try:
+            flushing = asyncio.create_task(sync.flush())
+            while not store.availability.down:  # type: ignore[attr-defined]
+                await asyncio.sleep(0.05)
+        finally:
+            cluster.start()
+        await flushing
+        assert sync.tally.versions == 5
+        assert {r.label: r.properties["Value"] for r in store.list_resources().items} == {
+            f"i{n}": "by hand" for n in range(5)}
+
+    run_with_engine(store, tmp_path / "engine.key", scenario)
