@@ -11,6 +11,10 @@ end without its dependency's. Waiting for the commit put one commit (and the bat
 critical path of every level of the DAG. A crash in between loses nothing: neither end is stored, so the
 restarted command re-drives both with the request tokens they were first sent with, and the plugin answers
 each from its first call (as for any call under way at a crash).
+
+A datastore outage stalls the command's writes, not the command: the writer holds them until the datastore is
+back, the command's own state writes wait for it (``svc.datastore.outage.patiently``), and no change fails
+because of it.
 """
 
 from __future__ import annotations
