@@ -106,7 +106,8 @@ def test_a_hand_edit_is_synchronized_shown_refused_and_reverted(site: Site) -> N
     assert "svc extract --query 'stack:web'" in out, out
     assert f"svc apply --mode reconcile --force {site.forma}" in out, out
     assert refused.stderr.startswith("Error: reconcile refused"), refused.stderr
-    machine = site.svc("apply", "--mode", "reconcile", str(site.forma), "--output-consumer", "machine")
+    machine = site.svc("apply", "--mode", "reconcile", str(site.forma), "--yes", "--output-consumer",
+                      "machine")
     assert machine.returncode == 1 and "ReconcileRejected" in machine.stderr and machine.stdout == ""
     assert page.read_text() == "edited by hand\n" and not notes.exists()  # refused: nothing touched
 

@@ -47,9 +47,12 @@ class World:
     def api(self) -> str:
         return f"{self.agent.url}/api/v1"
 
-    def svc(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> Any:
-        """The real CLI with this agent's config; ``env`` e.g. another data dir (another client id)."""
-        return run_svc(*args, "--config", str(self.agent.config), env={**ENV, **(env or {})}, timeout=timeout)
+    def svc(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None,
+            input: str | None = None) -> Any:
+        """The real CLI with this agent's config; ``env`` e.g. another data dir (another client id); ``input``
+        its standard input (a pipe, never a terminal)."""
+        return run_svc(*args, "--config", str(self.agent.config), env={**ENV, **(env or {})}, input=input,
+                       timeout=timeout)
 
     def forma(self, body: str, name: str = "main.pkl", stacks: tuple[str, ...] = ("app",)) -> Path:
         path = self.directory / name
@@ -124,7 +127,7 @@ def chain(*labels: str, value: str = "v", token: str = "t") -> str:
 
 
 def submit(world: World, path: Path) -> str:
-    started = world.svc("apply", "--mode", "reconcile", str(path), "--output-consumer", "machine")
+    started = world.svc("apply", "--mode", "reconcile", str(path), "--yes", "--output-consumer", "machine")
     assert started.returncode == 0, started.stderr
     return json.loads(started.stdout)["CommandId"]
 

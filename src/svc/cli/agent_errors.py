@@ -69,10 +69,18 @@ def _referenced_missing(data: dict[str, Any]) -> str:
             "declare them in the forma or fix the references")
 
 
+def _dependent(item: Any) -> str:
+    """``stack/Type/label (on a)``: which resource (or target) depends, and on what."""
+    if not isinstance(item, dict):
+        return str(item)
+    name = "/".join(str(item[key]) for key in ("Stack", "ResourceType", "ResourceLabel") if item.get(key))
+    name = name or str(item.get("TargetLabel") or item)
+    return f"{name} (on {item['CascadeSource']})" if item.get("CascadeSource") else name
+
+
 def _dependents(kind: str) -> Callable[[dict[str, Any]], str]:
     def message(data: dict[str, Any]) -> str:
-        names = [str(d.get("ResourceLabel") or d.get("TargetLabel") or d) if isinstance(d, dict) else str(d)
-                 for d in data.get("Dependents") or []]
+        names = [_dependent(d) for d in data.get("Dependents") or []]
         return (f"destroy refused: other {kind} depend on what it would delete ({_listed(names)}); destroy them "
                 "too with --on-dependents cascade, or destroy less")
     return message

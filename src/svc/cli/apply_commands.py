@@ -1,8 +1,10 @@
 """``svc apply`` and ``svc destroy``: simulate, show the plan, confirm, submit, follow.
 
 Human mode simulates first and asks before changing anything; with ``--yes`` it submits at once and shows
-the plan the agent answers with (the same plan, planned once). Machine mode submits once and prints one
-document: the simulation, ``{"CommandId": …}``, or with ``--wait`` the finished command.
+the plan the agent answers with (the same plan, planned once). Machine mode asks nothing: without ``--yes``
+(or ``--simulate``) it refuses before anything is sent, like human mode without a terminal. Otherwise it
+submits once and prints one document: the simulation, ``{"CommandId": …}`` (null when nothing needed to
+change and no command was stored), or with ``--wait`` the finished command.
 """
 
 from __future__ import annotations
@@ -101,6 +103,9 @@ def destroy_command(
 
 
 def _run(config: Path | None, submission: Submission, consumer: Consumer, schema: Schema) -> int:
+    if consumer is Consumer.machine and not (submission.yes or submission.simulate):
+        raise CliError(f"{submission.command} in machine mode cannot ask for confirmation; pass --yes to go ahead, "
+                       "or --simulate to only see the plan")
     client, _ = connect(load_cli_config(config).cli)
     stop_shared_server()  # evaluating is over; the agent may need this machine's CPUs for the command
     with client:
@@ -120,7 +125,8 @@ def _machine(client: AgentClient, submission: Submission, schema: Schema) -> int
         emit(response["Simulation"], Consumer.machine, schema, print)
         return 0
     if not submission.wait or not response["Simulation"]["ChangesRequired"]:
-        emit({"CommandId": response["CommandId"]}, Consumer.machine, schema, print)
+        # The agent answers no id ("") when nothing needed to change and it stored no command.
+        emit({"CommandId": response["CommandId"] or None}, Consumer.machine, schema, print)
         return 0
     final = wait_quietly(client, response["CommandId"])
     emit(final, Consumer.machine, schema, print)

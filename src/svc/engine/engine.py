@@ -196,7 +196,7 @@ class Engine:
         # Drift is looked up for --force too: it is not refused then, but a reconcile that takes it in moves the
         # stacks' baseline even when it changes nothing (``_store_baseline``).
         drift_stacks = {r.stack for r in forma.resources} if request.mode == "reconcile" else set()
-        plan_request = PlanRequest("apply", request.mode, forma, force=request.force, simulate=request.simulate)
+        plan_request = PlanRequest("apply", request.mode, forma, force=request.force)
         return await self._submit(plan_request, drift_stacks, caller, request.simulate,
                                   (forma.description.text or "", forma.description.confirm))
 
@@ -205,13 +205,11 @@ class Engine:
             query = parse_query(request.query, DESTROY_FIELDS)
             matches = await asyncio.to_thread(lambda: every_item(lambda c: self.store.list_resources(
                 query, cursor=c, limit=PAGE)))
-            plan_request = PlanRequest("destroy", "patch", None, simulate=request.simulate,
-                                       on_dependents=request.on_dependents,
+            plan_request = PlanRequest("destroy", "patch", None, on_dependents=request.on_dependents,
                                        destroy_matches=tuple(r for r in matches if r.managed))
             description = ("", False)
         elif request.forma is not None:
-            plan_request = PlanRequest("destroy", "patch", request.forma, simulate=request.simulate,
-                                       on_dependents=request.on_dependents)
+            plan_request = PlanRequest("destroy", "patch", request.forma, on_dependents=request.on_dependents)
             description = (request.forma.description.text or "", request.forma.description.confirm)
         else:
             raise InvalidForma("destroy needs a forma or a query", {})
@@ -219,14 +217,17 @@ class Engine:
 
     async def _submit(self, request: PlanRequest, drift_stacks: set[str], caller: Caller, simulate: bool,
                       description: tuple[str, bool]) -> wire.SubmitCommandResponse:
-        command_id = new_id()
+        # An id is answered only for a command that is stored, so that every id a client is given can be looked
+        # up: a simulation, or a submission that needs no change and moves no baseline, answers "".
+        command_id = "" if simulate else new_id()
         async with self._admission:
             changeset = await self._plan(request, drift_stacks)
             if not changeset.has_changes:
-                if changeset.absorbed and not simulate:
+                stored = changeset.absorbed and not simulate
+                if stored:
                     await asyncio.to_thread(self._store_baseline, command_id, changeset, request.force, caller,
                                             description)
-                return wire.SubmitCommandResponse(CommandId=command_id,
+                return wire.SubmitCommandResponse(CommandId=command_id if stored else "",
                                                   Simulation=wire.SimulationView(ChangesRequired=False))
             graph = build_graph(changeset.resources)
             view = plan_view(command_id, changeset, client_id=caller.client_id)

@@ -43,7 +43,6 @@ class PlanRequest:
     mode: Literal["reconcile", "patch"] = "patch"
     forma: Forma | None = None
     force: bool = False
-    simulate: bool = False
     on_dependents: Literal["abort", "cascade"] = "abort"
     destroy_matches: tuple[ResourceVersion, ...] = ()  # destroy by query: the managed resources it matched
 
@@ -379,7 +378,7 @@ class _Destroy:
                 chosen[dependent.ksuid] = change
                 cascades.append(change)
                 queue.append(dependent.ksuid)
-        if cascades and not self.request.simulate and self.request.on_dependents != "cascade":
+        if cascades and self.request.on_dependents != "cascade":
             dependents = [{"ResourceLabel": c.label, "ResourceType": c.type, "Stack": c.stack,
                            "CascadeSource": c.cascade_source} for c in cascades]
             names = ", ".join(f"{c.stack}/{c.type}/{c.label}" for c in cascades)
