@@ -44,7 +44,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 @router.post("/commands", status_code=202, responses=_ERRORS, openapi_extra=_SUBMIT_BODY,
              summary="Submit an apply or destroy (multipart: command, mode, simulate, force, query, on-dependents, "
-                     "file=forma.json). 202 when it started, 200 for a simulation or when nothing needs to change.")
+                     "file=forma.json). 202 when it started, 200 for a simulation or when nothing needs to change "
+                     "(CommandId is then empty, unless a reconcile that changes nothing was stored as its stacks' "
+                     "new baseline).")
 async def submit_command(request: Request) -> JSONResponse:
     caller = deps.caller(request)
     submission = await read_submission(request)
