@@ -131,9 +131,13 @@ class ListCommandStatusResponse(Wire):
 
 
 class CanceledUpdateState(Wire):
-    State: UpdateState
+    State: UpdateState  # Canceled; InProgress: in a plugin call, it finishes first (a cancel without force)
     ForceCanceled: bool | None = None
     CommandId: str | None = None
+    # Not in the reference: which resource, so that a client can name what was stopped or abandoned.
+    ResourceType: str | None = None
+    ResourceLabel: str | None = None
+    StackName: str | None = None
 
 
 class CancelCommandResponse(Wire):

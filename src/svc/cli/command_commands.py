@@ -130,16 +130,26 @@ def cancel_command(
 
 
 def _render_cancel(outcome: dict[str, Any]) -> None:
-    ids = outcome.get("CommandIds") or []
+    """Per command: how many updates stopped having changed nothing, which are still in a plugin call and finish
+    first, and (forced) which were abandoned during one, by type, label and stack."""
     forced = " (forced)" if outcome.get("Forced") else ""
-    console.print(f"Canceled {len(ids)} command(s){forced}: {', '.join(ids)}", highlight=False, soft_wrap=True)
-    states = outcome.get("ResourceUpdateStates") or {}
-    abandoned = [uri for uri, state in states.items() if state.get("ForceCanceled")]
+    states = list((outcome.get("ResourceUpdateStates") or {}).values())
+    for command_id in outcome.get("CommandIds") or []:
+        mine = [state for state in states if state.get("CommandId") == command_id]
+        stopped = sum(1 for state in mine if state.get("State") == "Canceled" and not state.get("ForceCanceled"))
+        console.print(f"Canceled command {command_id}{forced}: {stopped} resource update(s) stopped before changing "
+                      "anything.", highlight=False, soft_wrap=True)
+        running = [_update_name(state) for state in mine if state.get("State") == "InProgress"]
+        if running:
+            console.print(f"Still running (they finish first): {', '.join(running)}; follow with: "
+                          f"svc command status {command_id}", highlight=False, soft_wrap=True)
+    abandoned = [_update_name(state) for state in states if state.get("ForceCanceled")]
     if abandoned:
         console.print("Abandoned while running (they may exist in your cloud; check them with svc inventory):",
                       highlight=False)
-        for uri in abandoned:
-            console.print(f"  {uri}", highlight=False)
-    if not outcome.get("Forced") and ids:
-        console.print(f"Resource updates already running finish first; follow with: svc command status {ids[0]}",
-                      highlight=False, soft_wrap=True)
+        for name in abandoned:
+            console.print(f"  {name}", highlight=False, soft_wrap=True)
+
+
+def _update_name(state: dict[str, Any]) -> str:
+    return f"{state.get('ResourceType')} {state.get('ResourceLabel')} (stack {state.get('StackName')})"

@@ -50,7 +50,7 @@ from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.sealing import Sealer, SealError
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest
 from svc.engine.steps import Steps
-from svc.engine.views import command_view, plan_view, summary_view
+from svc.engine.views import cancel_states, command_view, plan_view, summary_view, update_uri
 from svc.engine.writer import BatchWriter
 from svc.ids import new_id
 from svc.plugins.runner import PluginRunner
@@ -414,13 +414,12 @@ class Engine:
         for command in commands:
             run = self._runs.get(command.id)
             if run is not None:
-                run.cancel(force=force)
-            outcome = await asyncio.to_thread(self.store.cancel_resource_updates, command.id, force=force)
-            for ksuid, _ in outcome.canceled_not_started:
-                states[f"svc://{ksuid}#"] = wire.CanceledUpdateState(State="Canceled", CommandId=command.id)
-            for ksuid, _ in outcome.canceled_in_progress:
-                states[f"svc://{ksuid}#"] = wire.CanceledUpdateState(State="Canceled", ForceCanceled=True,
-                                                                     CommandId=command.id)
+                # The run knows what is in a plugin call and what is not; the datastore cannot (a call's start is
+                # written only once it has lasted a while).
+                report = await run.cancel(force=force)
+                states.update(cancel_states(command.id, report.canceled, report.running, report.abandoned))
+            else:
+                states.update(await asyncio.to_thread(self._cancel_stored, command.id, force))
             if force or run is None:
                 updates = await asyncio.to_thread(lambda i=command.id: every_item(
                     lambda c: self.store.get_resource_updates(i, cursor=c, limit=PAGE)))
@@ -430,6 +429,19 @@ class Engine:
             canceled.append(command.id)
         return wire.CancelCommandResponse(CommandIds=canceled, ResourceUpdateStates=states or None,
                                           Forced=force or None)
+
+    def _cancel_stored(self, command_id: str, force: bool) -> dict[str, wire.CanceledUpdateState]:
+        """Cancels the updates of a command no run of this agent executes, by their stored states."""
+        outcome = self.store.cancel_resource_updates(command_id, force=force)
+        forced = set(outcome.canceled_in_progress)
+        updates = {(u.ksuid, u.operation): u for u in every_item(
+            lambda c: self.store.get_resource_updates(command_id, cursor=c, limit=PAGE))}
+        return {update_uri(ksuid): wire.CanceledUpdateState(
+                    State="Canceled", ForceCanceled=(ksuid, operation) in forced or None, CommandId=command_id,
+                    ResourceType=record.resource_type, ResourceLabel=record.resource_label,
+                    StackName=record.stack_label)
+                for ksuid, operation in (*outcome.canceled_not_started, *outcome.canceled_in_progress)
+                if (record := updates.get((ksuid, operation))) is not None}
 
     # -- recovery -----------------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from svc.datastore.records import TERMINAL_UPDATE_STATES, CommandState, UpdateSt
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.graph import Graph
 from svc.engine.ledger import UpdateData, overall_state, utcnow
+from svc.engine.operations import Stopped
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.steps import Fenced, Steps
@@ -37,6 +38,8 @@ from svc.engine.writer import BatchWriter, WriterClosed
 from svc.telemetry import traced_operation
 
 log = logging.getLogger("svc.engine")
+STOPPED = "canceled before it changed anything"
+ABANDONED = "abandoned by a forced cancel during its plugin call; what the call made is recorded if it completes"
 
 
 @dataclass
@@ -45,6 +48,16 @@ class Node:
     data: UpdateData
     state: str = UpdateState.NOT_STARTED
     resume: bool = False  # it was in progress when the agent stopped
+
+
+@dataclass(frozen=True)
+class CancelReport:
+    """What a cancel did to one command's changes: ``canceled`` end Canceled having changed nothing; ``running``
+    were in a plugin call and go on to their end; ``abandoned`` were in one when a forced cancel ended them."""
+
+    canceled: list[ResourceChange]
+    running: list[ResourceChange]
+    abandoned: list[ResourceChange]
 
 
 @dataclass
@@ -69,6 +82,7 @@ class CommandRun:
     # The key of each change that ended, and "" when a force cancel wakes the loop.
     _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
     _waiting: dict[str, set[str]] = field(default_factory=dict, init=False)  # key → what it still waits for
+    _queued: set[str] = field(default_factory=set, init=False)  # started, waiting for a slot of its namespace
 
     async def run(self) -> str:
         try:
@@ -117,10 +131,11 @@ class CommandRun:
         node = self.nodes[key]
         change = node.change
         try:
+            self._queued.add(key)
             async with self.limits(change.namespace).dispatch():
+                self._queued.discard(key)
                 if self.canceling:
-                    node.state = UpdateState.CANCELED
-                    return
+                    raise Stopped()
                 if node.resume:
                     self.steps.started.add(key)
                 outcome = await traced_operation(self.steps.run(change, node.data, resume=node.resume), change)
@@ -140,6 +155,9 @@ class CommandRun:
                 self.steps.stored(change.ksuid, outcome.resource, finished.stored)
         except Fenced:
             node.state = UpdateState.CANCELED
+        except Stopped:
+            node.state = UpdateState.CANCELED
+            await self._store_canceled(key, STOPPED)
         except asyncio.CancelledError:
             node.state = UpdateState.CANCELED
             raise
@@ -154,6 +172,8 @@ class CommandRun:
             except Exception:  # noqa: BLE001
                 log.exception("cannot store the failure of %s", key)
         finally:
+            self._queued.discard(key)
+            self.steps.guard.underway.discard(key)
             self._wake.put_nowait(key)
 
     async def _fail_downstream(self, key: str) -> None:
@@ -167,24 +187,56 @@ class CommandRun:
             if not await self.steps.save(node.change, UpdateState.FAILED, node.data):
                 node.state = UpdateState.CANCELED
 
-    def cancel(self, *, force: bool) -> list[str]:
-        """Stops starting changes; ``force`` also abandons running ones. Returns the abandoned keys.
+    async def cancel(self, *, force: bool) -> CancelReport:
+        """Stops the command: no change starts any more, and every change that is not in a plugin call ends
+        Canceled (one waiting for its turn, for a retry, or reading) without another call; ``force`` also
+        abandons the changes in a call. The report is taken at once (nothing runs in between); the Canceled
+        states are stored before this returns.
 
-        An abandoned change is not interrupted: the command ends without it (its update is already
-        Canceled in the datastore and stays so), but if its plugin call still completes, the resource it
-        made is recorded in the inventory, so the cloud never holds something svc does not know about.
+        An abandoned change is not interrupted: the command ends without it (its update is Canceled in the
+        datastore and stays so), but if its plugin call still completes, the resource it made is recorded in
+        the inventory, so the cloud never holds something svc does not know about.
         """
         self.canceling = True
-        for node in self.nodes.values():
-            if node.state == UpdateState.NOT_STARTED:
+        guard = self.steps.guard
+        guard.stop.set()  # wakes every change waiting for a retry
+        not_started: list[str] = []
+        stopping: list[str] = []  # started, but in no plugin call: each stops at its next step
+        running: list[str] = []
+        for key, node in self.nodes.items():
+            if key in self.running:
+                (running if key in guard.underway else stopping).append(key)
+            elif node.state == UpdateState.NOT_STARTED:
                 node.state = UpdateState.CANCELED
-        if not force:
-            return []
-        abandoned = sorted(self.running)
-        for key in abandoned:
-            task = self.running.pop(key)
-            self.detached.add(task)
-            task.add_done_callback(self.detached.discard)
-            self.nodes[key].state = UpdateState.CANCELED
-        self._wake.put_nowait("")
-        return abandoned
+                not_started.append(key)
+        queued = [key for key in stopping if key in self._queued]
+        for key in queued:  # its turn may be long in coming (the calls holding the slots run on): it ends now
+            self.running[key].cancel()
+        abandoned: list[str] = []
+        if force:
+            abandoned, running = running, []
+            for key in list(self.running):
+                task = self.running.pop(key)
+                self.detached.add(task)
+                task.add_done_callback(self.detached.discard)
+                self.nodes[key].state = UpdateState.CANCELED
+            self._wake.put_nowait("")
+        await asyncio.gather(*(self._store_canceled(key, None) for key in not_started + queued),
+                             *(self._store_canceled(key, STOPPED) for key in stopping if key not in queued),
+                             *(self._store_canceled(key, ABANDONED) for key in abandoned))
+        def changes(keys: list[str]) -> list[ResourceChange]:
+            return [self.nodes[key].change for key in sorted(keys)]
+
+        return CancelReport(changes(not_started + stopping), changes(running), changes(abandoned))
+
+    def _store_canceled(self, key: str, message: str | None) -> Awaitable[bool]:
+        """Stores a change as Canceled unless it ended already; ``message`` says why (none: it never started,
+        and its data is not written again)."""
+        node = self.nodes[key]
+        data = None
+        if message is not None:
+            node.data.message = message
+            data = node.data.to_json()
+        return self.writer.set_state(UpdateStateWrite(self.command_id, node.change.ksuid, node.change.operation,
+                                                      UpdateState.CANCELED, data=data,
+                                                      start_ts=self.steps.take_start(key)))

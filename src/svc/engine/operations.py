@@ -6,13 +6,15 @@
   report progress spend no attempt.
 * Every token and request id is handed to ``record`` before the agent waits on it, so a restarted
   agent asks ``status`` about it instead of issuing the call again (``resume``).
+* A cancel reaches an operation through its ``Guard``: no call is issued once the command is canceled, and
+  a wait for a retry ends at once (``Stopped``); a call already issued goes on (polled to its end).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from svc.plugins.runner import Call, PluginRunner
@@ -36,6 +38,58 @@ class RetryPolicy:
         if code is ErrorCode.THROTTLING:
             return min(self.retry_delay * 2 ** (attempt - 1), MAX_BACKOFF)
         return self.retry_delay
+
+
+class Stopped(Exception):
+    """The command was canceled before this change's next plugin call: nothing more is sent for it."""
+
+
+@dataclass
+class Guard:
+    """How a cancel reaches the operations of one command. ``underway`` holds each change from issuing a call
+    that may change the cloud until its end, except while it waits to retry a failed call: what a cancel lets
+    finish (or, forced, abandons). Every other change of a canceled command stops at its next step, having
+    changed nothing (``Stopped``)."""
+
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    underway: set[str] = field(default_factory=set)
+
+    def halted(self, key: str) -> bool:
+        """Whether the command is canceled while ``key`` has no call under way (so it is to end Canceled)."""
+        return self.stop.is_set() and key not in self.underway
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change's view of its command's ``Guard``."""
+
+    guard: Guard
+    key: str
+
+    def check(self) -> None:
+        if self.guard.halted(self.key):
+            raise Stopped()
+
+    def enter(self) -> None:
+        """Before issuing a call that may change the cloud (with no await in between)."""
+        self.check()
+        self.guard.underway.add(self.key)
+
+    def leave(self) -> None:
+        """The call failed: nothing of this change runs until it is issued again."""
+        self.guard.underway.discard(self.key)
+
+    async def pause(self, seconds: float) -> None:
+        """A wait before a retry. A change under way waits it out (its effect is to be followed to the end);
+        any other is woken by a cancel and stops."""
+        if self.key in self.guard.underway:
+            await asyncio.sleep(seconds)
+            return
+        try:
+            await asyncio.wait_for(self.guard.stop.wait(), seconds)
+        except TimeoutError:
+            pass
+        self.check()
 
 
 @dataclass
@@ -63,8 +117,10 @@ Record = Callable[[Attempt, Progress | None], Awaitable[None]]
 
 
 async def drive(runner: PluginRunner, call: Call, attempt: Attempt, issue: Issue, policy: RetryPolicy,
-                record: Record, *, resume: bool = False) -> Progress:
-    """Runs ``issue`` (create/update/delete) until it succeeds or fails for good."""
+                record: Record, step: Step, *, resume: bool = False) -> Progress:
+    """Runs ``issue`` (create/update/delete) until it succeeds or fails for good; ``Stopped`` when the command is
+    canceled before a call is issued."""
+    step.enter()  # a resumed call may be running already
     if resume:
         progress = await _reattach(runner, call, attempt, issue, record)
     else:
@@ -86,11 +142,16 @@ async def drive(runner: PluginRunner, call: Call, attempt: Attempt, issue: Issue
         if not is_recoverable(progress.error_code) or attempt.number >= policy.max_attempts:
             return progress
         await record(attempt, progress)
-        await asyncio.sleep(policy.delay(attempt.number, progress.error_code))
+        delay = policy.delay(attempt.number, progress.error_code)
         attempt.number += 1
         if polling and progress.error_code is not ErrorCode.NOT_FOUND:
+            # The status of an operation under way failed: it may still run, so it is followed to its end.
+            await asyncio.sleep(delay)
             progress = await runner.status(call, attempt.request_id or attempt.token, attempt.native_id)
             continue
+        step.leave()
+        await step.pause(delay)
+        step.enter()
         polling = False
         attempt.token = f"{attempt.token.split('.')[0]}.{attempt.number}"
         attempt.request_id = None
@@ -113,8 +174,9 @@ def _with_token(call: Call, token: str) -> Call:
 
 
 async def read(runner: PluginRunner, call: Call, native_id: str, prior: dict[str, Any] | None,
-               policy: RetryPolicy, *, not_found_ok: bool) -> ReadResult:
-    """A Read with retries; ``NotFound`` is an answer (not retried) when ``not_found_ok``."""
+               policy: RetryPolicy, *, not_found_ok: bool, step: Step | None = None) -> ReadResult:
+    """A Read with retries; ``NotFound`` is an answer (not retried) when ``not_found_ok``. A change's read
+    (``step``) is not retried once its command is canceled (``Stopped``)."""
     attempt = 1
     while True:
         result = await runner.read(call, native_id, prior)
@@ -128,5 +190,8 @@ async def read(runner: PluginRunner, call: Call, native_id: str, prior: dict[str
             result.message = result.message or "the plugin's Read returned no properties"
         if not is_recoverable(code) or attempt >= policy.max_attempts:
             return result
-        await asyncio.sleep(policy.delay(attempt, code))
+        if step is None:
+            await asyncio.sleep(policy.delay(attempt, code))
+        else:
+            await step.pause(policy.delay(attempt, code))
         attempt += 1

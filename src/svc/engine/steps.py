@@ -20,7 +20,7 @@ from svc.datastore.records import ResourceWrite, StoreOutcome, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine import values
 from svc.engine.ledger import UpdateData, utcnow
-from svc.engine.operations import Attempt, RetryPolicy, drive, read
+from svc.engine.operations import Attempt, Guard, RetryPolicy, Step, drive, read
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.diff import generate_patch
 from svc.engine.planner.patch import _same
@@ -133,6 +133,7 @@ class Steps:
         self.runners = runners
         self._runner_of: dict[str, PluginRunner] = {}  # by namespace as changes spell it
         self.policies = policies
+        self.guard = Guard()  # how a cancel of the command reaches its changes
 
     async def save(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
                    start: datetime | None = None) -> bool:
@@ -280,12 +281,20 @@ class Steps:
     # -- the operations -----------------------------------------------------------------------------------
 
     async def run(self, change: ResourceChange, data: UpdateData, *, resume: bool) -> Outcome:
+        """The change's outcome; ``Stopped`` when its command was canceled before the change made a call that may
+        change the cloud (what it found meanwhile, e.g. that nothing needs to change, is not acted on)."""
+        step = Step(self.guard, change.key)
+        outcome = await self._operate(change, data, resume, step)
+        step.enter()  # from here its end is being written, whatever comes
+        return outcome
+
+    async def _operate(self, change: ResourceChange, data: UpdateData, resume: bool, step: Step) -> Outcome:
         try:
             if change.operation == "create":
-                return await self.create(change, data, resume)
+                return await self.create(change, data, resume, step)
             if change.operation == "update":
-                return await self.update(change, data, resume)
-            return await self.delete(change, data, resume)
+                return await self.update(change, data, resume, step)
+            return await self.delete(change, data, resume, step)
         except ResolveError as error:
             return Outcome(UpdateState.FAILED, str(error))
         except values.HashedValueError:
@@ -297,7 +306,7 @@ class Steps:
             return Attempt.from_json(data.attempt), True
         return Attempt(op, f"{self.command_id}-{change.ksuid}-{op}"), False
 
-    async def create(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
+    async def create(self, change: ResourceChange, data: UpdateData, resume: bool, step: Step) -> Outcome:
         resolved = await self._resolver().resolve(change.desired or {})
         properties = _strip_empty(values.plain(resolved, guarded=True))
         runner = self.runner(change.namespace)
@@ -307,7 +316,7 @@ class Steps:
             return await runner.create(call, change.label, properties)
 
         progress = await drive(runner, self.call(change), attempt, issue, self.policies(change.namespace),
-                               lambda a, p: self._record(change, data, a, p), resume=resuming)
+                               lambda a, p: self._record(change, data, a, p), step, resume=resuming)
         if progress.status is not Status.SUCCESS:
             return self._failed(data, progress)
         returned = progress.properties
@@ -326,7 +335,7 @@ class Steps:
         return Outcome(UpdateState.SUCCESS, progress.message,
                        resource=self.resource_write(change, resolved, returned, native_id))
 
-    async def update(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
+    async def update(self, change: ResourceChange, data: UpdateData, resume: bool, step: Step) -> Outcome:
         schema = schema_of(change.schema)
         prior = change.prior or {}
         if change.metadata_only:
@@ -337,7 +346,7 @@ class Steps:
         attempt, resuming = self._attempt(change, data, "update", resume)
         if not resuming:
             found = await read(runner, self.call(change), change.native_id or "", values.redact(
-                prior, opaque_fields_of(change.schema)), policy, not_found_ok=False)
+                prior, opaque_fields_of(change.schema)), policy, not_found_ok=False, step=step)
             if found.error_code is not None:
                 return Outcome(UpdateState.FAILED, found.message or str(found.error_code))
             observed = self.resource_write(change, prior, found.properties or {}, change.native_id or "")
@@ -361,7 +370,7 @@ class Steps:
             return await runner.update(call, change.native_id or "", prior_plain, desired_plain, patch.ops)
 
         progress = await drive(runner, self.call(change), attempt, issue, policy,
-                               lambda a, p: self._record(change, data, a, p), resume=resuming)
+                               lambda a, p: self._record(change, data, a, p), step, resume=resuming)
         if progress.status is not Status.SUCCESS:
             return self._failed(data, progress)
         returned = progress.properties
@@ -371,12 +380,13 @@ class Steps:
         return Outcome(UpdateState.SUCCESS, progress.message, resource=self.resource_write(
             change, resolved, returned, progress.native_id or change.native_id or ""))
 
-    async def delete(self, change: ResourceChange, data: UpdateData, resume: bool) -> Outcome:
+    async def delete(self, change: ResourceChange, data: UpdateData, resume: bool, step: Step) -> Outcome:
         runner = self.runner(change.namespace)
         policy = self.policies(change.namespace)
         attempt, resuming = self._attempt(change, data, "delete", resume)
         if not resuming and change.native_id:
-            found = await read(runner, self.call(change), change.native_id, None, policy, not_found_ok=True)
+            found = await read(runner, self.call(change), change.native_id, None, policy, not_found_ok=True,
+                               step=step)
             if found.error_code is ErrorCode.NOT_FOUND:
                 return Outcome(UpdateState.SUCCESS, "already gone", delete=True)
             if found.error_code is not None:
@@ -386,7 +396,7 @@ class Steps:
                 return await runner.delete(call, change.native_id or "")
 
             progress = await drive(runner, self.call(change), attempt, issue, policy,
-                                   lambda a, p: self._record(change, data, a, p), resume=resuming)
+                                   lambda a, p: self._record(change, data, a, p), step, resume=resuming)
             if progress.status is not Status.SUCCESS:
                 return self._failed(data, progress)
         return Outcome(UpdateState.SUCCESS, delete=True)

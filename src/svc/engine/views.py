@@ -108,3 +108,21 @@ def plan_view(command_id: str, changeset: Changeset, *, client_id: str) -> wire.
         StackUpdates=[wire.StackUpdateView(StackLabel=s.label, Operation=s.operation, State="NotStarted",
                                            Description=s.description) for s in changeset.stacks] or None,
         PolicyUpdates=[_policy_view(p, "NotStarted") for p in changeset.policies] or None)
+
+
+def update_uri(ksuid: str) -> str:
+    """How a cancel answer names a resource update (the reference's resource URI)."""
+    return f"svc://{ksuid}#"
+
+
+def cancel_states(command_id: str, canceled: Iterable[ResourceChange], running: Iterable[ResourceChange],
+                  abandoned: Iterable[ResourceChange]) -> dict[str, wire.CanceledUpdateState]:
+    """A cancel answer's updates: ``canceled`` (nothing changed), ``running`` (left to finish: InProgress),
+    ``abandoned`` (a forced cancel ended them during a plugin call)."""
+    def state(change: ResourceChange, value: str, forced: bool = False) -> wire.CanceledUpdateState:
+        return wire.CanceledUpdateState(State=value, ForceCanceled=forced or None, CommandId=command_id,  # type: ignore[arg-type]
+                                        ResourceType=change.type, ResourceLabel=change.label, StackName=change.stack)
+
+    return {**{update_uri(c.ksuid): state(c, "Canceled") for c in canceled},
+            **{update_uri(c.ksuid): state(c, "InProgress") for c in running},
+            **{update_uri(c.ksuid): state(c, "Canceled", True) for c in abandoned}}
