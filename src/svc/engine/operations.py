@@ -141,15 +141,18 @@ async def drive(runner: PluginRunner, call: Call, attempt: Attempt, issue: Issue
             return progress
         if not is_recoverable(progress.error_code) or attempt.number >= policy.max_attempts:
             return progress
+        # A status check that failed leaves the operation under way (it is followed to its end); a failed call
+        # leaves nothing running until it is issued again.
+        repoll = polling and progress.error_code is not ErrorCode.NOT_FOUND
+        if not repoll:
+            step.leave()
         await record(attempt, progress)
         delay = policy.delay(attempt.number, progress.error_code)
         attempt.number += 1
-        if polling and progress.error_code is not ErrorCode.NOT_FOUND:
-            # The status of an operation under way failed: it may still run, so it is followed to its end.
+        if repoll:
             await asyncio.sleep(delay)
             progress = await runner.status(call, attempt.request_id or attempt.token, attempt.native_id)
             continue
-        step.leave()
         await step.pause(delay)
         step.enter()
         polling = False
