@@ -224,6 +224,7 @@ class CommandRun:
         await asyncio.gather(*(self._store_canceled(key, None) for key in not_started + queued),
                              *(self._store_canceled(key, STOPPED) for key in stopping if key not in queued),
                              *(self._store_canceled(key, ABANDONED) for key in abandoned))
+
         def changes(keys: list[str]) -> list[ResourceChange]:
             return [self.nodes[key].change for key in sorted(keys)]
 
