@@ -417,6 +417,8 @@ class Engine:
                 # The run knows what is in a plugin call and what is not; the datastore cannot (a call's start is
                 # written only once it has lasted a while).
                 report = await run.cancel(force=force)
+                if not (report.canceled or report.running or report.abandoned):
+                    continue  # every change of it had ended (it is storing its own end): nothing was canceled
                 states.update(cancel_states(command.id, report.canceled, report.running, report.abandoned))
             else:
                 states.update(await asyncio.to_thread(self._cancel_stored, command.id, force))
@@ -427,6 +429,8 @@ class Engine:
                 if final in TERMINAL_COMMAND_STATES:
                     await asyncio.to_thread(self.store.set_command_state, command.id, final, end_ts=utcnow())
             canceled.append(command.id)
+        if not canceled:
+            return None
         return wire.CancelCommandResponse(CommandIds=canceled, ResourceUpdateStates=states or None,
                                           Forced=force or None)
 
