@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from svc.engine import values
-from svc.engine.planner.diff import opaque_fields
+from svc.schema.opaque import opaque_fields
 from svc.forma import evaluate_forma
 from svc.forma.extract import ExtractOptions, generate
 from svc.forma.extract_catalog import ExtractError, load_catalog

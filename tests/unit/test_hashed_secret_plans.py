@@ -8,6 +8,7 @@ import pytest
 from support.planning import BUCKET, CATALOG, forma, inventory, new_id, resource, stored
 from svc.engine import errors, values
 from svc.engine.planner import PlanRequest, plan
+from svc.schema.opaque import OpaqueFields
 
 SECRET = "s3cret"
 HASHED = {"$value": values.digest(SECRET), "$visibility": "Opaque", "$strategy": "Update", "$hashed": True}
@@ -20,7 +21,7 @@ def _apply(properties: dict, *stored_resources) -> object:
 
 def test_a_hash_equal_to_the_stored_one_changes_nothing() -> None:
     current = stored("K1", "T::Storage::Bucket", "data",
-                     values.hash_secrets({"Name": "data", "ApiKey": SECRET}, {"ApiKey"}))
+                     values.hash_secrets({"Name": "data", "ApiKey": SECRET}, OpaqueFields.of_paths(["ApiKey"])))
     assert BUCKET.hints["ApiKey"].opaque
     changeset = _apply({"Name": "data", "ApiKey": HASHED}, current)
     assert changeset.resources == []

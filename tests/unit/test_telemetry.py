@@ -30,6 +30,7 @@ from svc.telemetry.endpoint import TelemetryError, check_otlp, signal_url
 from svc.telemetry.exporters import metric_exporter, span_exporter, temporality
 from svc.telemetry.instruments import Instruments, error_code
 from svc.telemetry.logs import OTelLogHandler
+from svc.schema.opaque import OpaqueFields
 from svc.telemetry.redaction import REDACTED, Redactor, opaque_strings
 
 SECRET = "hunter2-but-longer"
@@ -179,7 +180,7 @@ def test_opaque_strings_of_fields_and_envelopes() -> None:
     desired = {"ApiKey": {"$value": "by-field-1"}, "Plain": "visible",
                "Nested": {"Token": {"$value": "by-envelope", "$visibility": "Opaque"}},
                "Hashed": {"$value": "abc123", "$visibility": "Opaque", "$hashed": True}}
-    assert sorted(opaque_strings(desired, frozenset({"ApiKey"}))) == ["by-envelope", "by-field-1"]
+    assert sorted(opaque_strings(desired, OpaqueFields.of_paths(["ApiKey"]))) == ["by-envelope", "by-field-1"]
 
 
 def test_redactor() -> None:

@@ -31,6 +31,7 @@ TYPES: dict[str, TypeSpec] = {
     "FAKE::Test::Marker": TypeSpec("Id", "mark"),
     "FAKE::Test::Rules": TypeSpec("Id", "rules", frozenset({"Seed"}), write_only=frozenset({"Seed", "Passphrase"})),
     "FAKE::Test::Record": TypeSpec("Meta.RecordId", "rec", answers_id=False),
+    "FAKE::App::Vault": TypeSpec("VaultId", "vault"),
 }
 
 

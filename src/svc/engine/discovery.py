@@ -46,13 +46,13 @@ from svc.engine.engine import Engine
 from svc.engine.ledger import utcnow
 from svc.engine.operations import RetryPolicy, read
 from svc.engine.planner.changeset import compact_schema
-from svc.engine.planner.diff import opaque_fields
 from svc.engine.planner.inventory import UNMANAGED_STACK
 from svc.engine.ratelimit import NamespaceLimits
 from svc.ids import new_id
 from svc.plugins.runner import Call, PluginCallError, PluginRunner
 from svc.plugins.sdk import ErrorCode, ListResult, ReadResult, is_recoverable
 from svc.schema.model import Schema
+from svc.schema.opaque import OpaqueFields, opaque_fields
 
 log = logging.getLogger("svc.engine.discovery")
 
@@ -112,7 +112,7 @@ class _Scan:
     types: dict[str, Schema]
     ahead: asyncio.Semaphore  # reads of this namespace queued on its limits, at most
     documents: dict[str, dict[str, Any]] = field(init=False)  # type → stored document (its schema)
-    secrets: dict[str, frozenset[str]] = field(init=False)  # type → opaque fields
+    secrets: dict[str, OpaqueFields] = field(init=False)  # type → opaque fields
 
     def __post_init__(self) -> None:
         # Once per type, not per resource: thousands of resources share these.

@@ -12,8 +12,8 @@ import functools
 import json
 from typing import Any
 
-from svc.engine.planner.diff import opaque_fields
 from svc.schema.model import Schema
+from svc.schema.opaque import NONE, OpaqueFields, opaque_fields
 
 _CACHED = 256  # distinct schemas kept: far more types than any agent serves
 
@@ -47,14 +47,14 @@ def schema_of(document: dict[str, Any]) -> Schema:
 
 
 @functools.lru_cache(maxsize=_CACHED)
-def _opaque(text: str) -> frozenset[str]:
+def _opaque(text: str) -> OpaqueFields:
     return opaque_fields(_parse(text))
 
 
-def opaque_fields_of(document: dict[str, Any] | None) -> frozenset[str]:
-    """The top-level opaque fields of a schema document (none without a schema)."""
+def opaque_fields_of(document: dict[str, Any] | None) -> OpaqueFields:
+    """The opaque fields (at any depth) of a schema document (none without a schema)."""
     if not document:
-        return frozenset()
+        return NONE
     return _opaque(_text(document))
 
 

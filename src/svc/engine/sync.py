@@ -48,13 +48,13 @@ from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import PAGE, Engine
 from svc.engine.ledger import utcnow
 from svc.engine.operations import read
-from svc.engine.planner.diff import opaque_fields
 from svc.engine.schemas import schema_of
 from svc.engine.steps import merge
 from svc.ids import new_id
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode
 from svc.schema.model import Schema
+from svc.schema.opaque import opaque_fields
 
 log = logging.getLogger("svc.engine.sync")
 WORKERS = 64  # reads in flight at most (each also takes one of its plugin's in-flight slots)

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from svc.schema.opaque import NONE, OpaqueFields
+
 Json = dict[str, Any]
 URI_SCHEME = "svc://"
 SPAN_START, SPAN_END = "\u001e", "\u001f"
@@ -270,44 +272,48 @@ def hashed_secret(envelope_or_value: Any) -> Json:
 
 
 # The recursive walks below are module functions, not closures: a closure that calls itself is a reference
-# cycle, which only the garbage collector frees, and these run several times per resource change.
+# cycle, which only the garbage collector frees, and these run several times per resource change. They descend
+# the schema's opaque fields (``OpaqueFields``) along the value: a list's elements stay at the list's node.
 
-def hash_secrets(properties: Json, opaque_fields: frozenset[str] | set[str]) -> Json:
-    """Properties as they may be stored: schema-opaque top-level fields and Opaque envelopes hashed."""
-    return {key: _hashed(value, key in opaque_fields) for key, value in properties.items()}
+def hash_secrets(properties: Json, opaque: OpaqueFields) -> Json:
+    """Properties as they may be stored: the schema's opaque values (at any depth) and Opaque envelopes hashed."""
+    return {key: _hashed(value, opaque.at(key)) for key, value in properties.items()}
 
 
-def _hashed(value: Any, opaque_field: bool = False) -> Any:
+def hashed_at(value: Any, node: OpaqueFields) -> Any:
+    """``value`` as it may be stored, where ``node`` is its place among the schema's opaque fields."""
+    return _hashed(value, node)
+
+
+def _hashed(value: Any, node: OpaqueFields = NONE) -> Any:
     if not isinstance(value, (dict, list)):  # most values: plain scalars
-        return hashed_secret(value) if opaque_field and value is not None else value
-    if is_opaque(value) or (opaque_field and not is_embed(value)):
+        return hashed_secret(value) if node.secret and value is not None else value
+    if isinstance(value, list):  # each element a secret, or holding secrets where the schema says
+        return [_hashed(item, node) for item in value]
+    if is_opaque(value) or (node.secret and not is_embed(value)):
         return hashed_secret(value)
     if is_embed(value):
         return {**value, "$parts": [hashed_secret(p) if is_opaque(p) else p for p in value.get("$parts", [])]}
     if is_ref(value) or is_value(value):
         return value
-    if isinstance(value, dict):
-        return {key: _hashed(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_hashed(item) for item in value]
-    return value
+    return {key: _hashed(item, node.at(key)) for key, item in value.items()}
 
 
-def redact(properties: Json, opaque_fields: frozenset[str] | set[str]) -> Json:
+def redact(properties: Json, opaque: OpaqueFields) -> Json:
     """Plain prior properties for a plugin: secrets replaced by a sentinel (they are only hashes)."""
-    return {key: _redacted(value, key in opaque_fields) for key, value in properties.items()}
+    return {key: _redacted(value, opaque.at(key)) for key, value in properties.items()}
 
 
-def _redacted(value: Any, opaque_field: bool = False) -> Any:
+def _redacted(value: Any, node: OpaqueFields = NONE) -> Any:
+    if isinstance(value, list):
+        return [_redacted(item, node) for item in value]
     if (is_opaque(value) or (isinstance(value, dict) and value.get("$hashed"))
-            or (opaque_field and value is not None)):
+            or (node.secret and value is not None)):
         return dict(REDACTED)
     if is_ref(value) or is_value(value) or is_embed(value):
         return plain(value)
     if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_redacted(item) for item in value]
+        return {key: _redacted(item, node.at(key)) for key, item in value.items()}
     return value
 
 

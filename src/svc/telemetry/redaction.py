@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from svc.engine import values
+from svc.schema.opaque import NONE, OpaqueFields
 
 REDACTED = "<redacted>"
 MIN_LENGTH = 4  # shorter "secrets" would blank out ordinary words; the datastore hashes them anyway
@@ -21,23 +22,24 @@ _REMEMBERED = 4096  # plain-text secrets of recent operations kept for redaction
 _ENVELOPE_VALUE = re.compile(r"""(["']\$value["']\s*:\s*)(["'])(?:\\.|(?!\2).)*\2""")
 
 
-def opaque_strings(properties: Any, opaque_fields: frozenset[str]) -> Iterator[str]:
-    """The plain-text secrets of desired properties: opaque top-level fields and ``Opaque`` envelopes."""
+def opaque_strings(properties: Any, opaque: OpaqueFields) -> Iterator[str]:
+    """The plain-text secrets of desired properties: the schema's opaque values (at any depth) and ``Opaque``
+    envelopes."""
     if isinstance(properties, dict):
         for key, value in properties.items():
-            yield from _secrets(value, key in opaque_fields)
+            yield from _secrets(value, opaque.at(key))
 
 
 # Module functions, not closures: a closure that calls itself is a reference cycle only the collector frees.
-def _secrets(value: Any, opaque_field: bool = False) -> Iterator[str]:
-    if values.is_opaque(value) or opaque_field:
+def _secrets(value: Any, node: OpaqueFields = NONE) -> Iterator[str]:
+    if values.is_opaque(value) or node.secret:
         yield from _leaves(value)
     elif isinstance(value, dict):
-        for item in value.values():
-            yield from _secrets(item)
+        for key, item in value.items():
+            yield from _secrets(item, node.at(key))
     elif isinstance(value, list):
         for item in value:
-            yield from _secrets(item)
+            yield from _secrets(item, node)
 
 
 def _leaves(value: Any) -> Iterator[str]:

@@ -21,6 +21,7 @@ from typing import Any
 from svc.engine import values
 from svc.engine.planner.patch import Op, create_patch
 from svc.schema.model import Schema
+from svc.schema.opaque import NONE, OpaqueFields, opaque_fields
 
 Json = dict[str, Any]
 UNKNOWN = "(known after apply)"
@@ -34,10 +35,6 @@ class Patch:
     @property
     def empty(self) -> bool:
         return not self.ops and not self.create_only
-
-
-def opaque_fields(schema: Schema) -> frozenset[str]:
-    return frozenset(key for key, hint in schema.hints.items() if hint.opaque and "." not in key)
 
 
 def keep_set_once(stored: Any, desired: Any) -> Any:
@@ -62,17 +59,21 @@ def _unchanged_secret(stored: Any, desired: Any, schema_opaque: bool) -> bool:
     return raw is not None and values.digest(raw) == stored.get("$value")
 
 
-def suppress_unchanged_secrets(stored: Json, desired: Json, opaque: frozenset[str]) -> Json:
-    """Desired with unchanged secrets replaced by their stored (hashed) form, so they compare equal."""
-    return {key: _secrets_kept(stored.get(key), value, key in opaque) for key, value in desired.items()}
+def suppress_unchanged_secrets(stored: Json, desired: Json, opaque: OpaqueFields) -> Json:
+    """Desired with unchanged secrets (at any depth) replaced by their stored (hashed) form, so they compare
+    equal."""
+    return {key: _secrets_kept(stored.get(key), value, opaque.at(key)) for key, value in desired.items()}
 
 
-def _secrets_kept(stored: Any, desired: Any, opaque_field: bool = False) -> Any:
-    if _unchanged_secret(stored, desired, opaque_field):
+def _secrets_kept(stored: Any, desired: Any, node: OpaqueFields = NONE) -> Any:
+    if _unchanged_secret(stored, desired, node.secret):
         return stored
+    if isinstance(desired, list) and isinstance(stored, list):  # element by element, as they are stored
+        return [_secrets_kept(stored[index] if index < len(stored) else None, item, node)
+                for index, item in enumerate(desired)]
     if isinstance(desired, dict) and isinstance(stored, dict) and not any(
             check(desired) for check in (values.is_ref, values.is_value, values.is_embed)):
-        return {key: _secrets_kept(stored.get(key), value) for key, value in desired.items()}
+        return {key: _secrets_kept(stored.get(key), value, node.at(key)) for key, value in desired.items()}
     return desired
 
 
@@ -209,12 +210,32 @@ def mask_patch(ops: list[Op], desired: Json, schema: Schema) -> list[Op]:
     opaque = opaque_fields(schema)
     masked: list[Op] = []
     for op in ops:
-        top = op["path"].split("/")[1] if op["path"].count("/") else ""
-        if "value" in op and (top in opaque or _holds_secret(desired.get(top))):
+        if "value" not in op:
+            masked.append(op)
+            continue
+        steps = _steps(op["path"], desired)
+        if steps and _holds_secret(desired.get(steps[0])):  # an Opaque envelope somewhere in the field
             masked.append({**op, "value": values.hashed_secret(op["value"])})
         else:
-            masked.append(op)
+            masked.append({**op, "value": values.hashed_at(op["value"], opaque.at_path(steps))})
     return masked
+
+
+def _steps(pointer: str, desired: Any) -> list[str | int]:
+    """The steps of a JSON pointer into ``desired``: an int where it indexes a list (a digit may also be a
+    mapping's key), else the key."""
+    steps: list[str | int] = []
+    current = desired
+    for raw in pointer.split("/")[1:]:
+        step = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(current, list) and step.isdigit():
+            index = int(step)
+            steps.append(index)
+            current = current[index] if index < len(current) else None
+        else:
+            steps.append(step)
+            current = current.get(step) if isinstance(current, dict) else None
+    return steps
 
 
 def _holds_secret(value: Any) -> bool:
