@@ -54,11 +54,14 @@ class World:
         return run_svc(*args, "--config", str(self.agent.config), env={**ENV, **(env or {})}, input=input,
                        timeout=timeout)
 
-    def forma(self, body: str, name: str = "main.pkl", stacks: tuple[str, ...] = ("app",)) -> Path:
+    def forma(self, body: str, name: str = "main.pkl", stacks: tuple[str, ...] = ("app",),
+              imports: tuple[str, ...] = ()) -> Path:
+        """A forma of ``body`` in ``stacks``; ``imports`` are more modules (``@fake/app/vault.pkl``)."""
         path = self.directory / name
         declared = "".join(f'  new svc.Stack {{ label = "{stack}" }}\n' for stack in stacks)
-        path.write_text(HEAD.format(cloud=self.cloud_path) + declared + textwrap.indent(textwrap.dedent(body), "  ")
-                        + "}\n")
+        amends, head = HEAD.format(cloud=self.cloud_path).split("\n", 1)
+        more = "".join(f'import "{module}"\n' for module in imports)
+        path.write_text(f"{amends}\n{more}{head}{declared}" + textwrap.indent(textwrap.dedent(body), "  ") + "}\n")
         return path
 
     def apply(self, path: Path, mode: str = "reconcile", *extra: str) -> Any:

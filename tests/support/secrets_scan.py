@@ -12,17 +12,21 @@ _OWN_FILES = (".pkl",)
 _STAND_IN_LOGS = ("moto.log",)
 
 
-def files_holding(secret: str, directory: Path) -> list[Path]:
+def files_holding(secret: str, directory: Path, stand_ins: Iterable[Path] = ()) -> list[Path]:
+    """The files under ``directory`` holding ``secret``, but for the stand-in clouds' own files (``stand_ins``,
+    e.g. a FAKE cloud's database, with its journal files): the cloud holds the secret by design."""
     needle = secret.encode()
+    clouds = [(cloud.parent, cloud.name) for cloud in stand_ins]
     return [path for path in sorted(directory.rglob("*"))
             if path.is_file() and path.suffix not in _OWN_FILES and path.name not in _STAND_IN_LOGS
+            and not any(path.parent == parent and path.name.startswith(name) for parent, name in clouds)
             and needle in path.read_bytes()]
 
 
-def assert_nowhere(secret: str, directory: Path, answers: Iterable[str]) -> None:
-    """The secret is in no file under ``directory`` (but the formas) and in none of ``answers``."""
+def assert_nowhere(secret: str, directory: Path, answers: Iterable[str], stand_ins: Iterable[Path] = ()) -> None:
+    """The secret is in no file under ``directory`` (but the formas and ``stand_ins``) and in none of ``answers``."""
     scanned = [path for path in directory.rglob("*") if path.is_file()]
     assert any(path.name.endswith(".db") for path in scanned), f"no datastore under {directory} to look in"
-    assert files_holding(secret, directory) == [], "the secret is stored or logged in plain text"
+    assert files_holding(secret, directory, stand_ins) == [], "the secret is stored or logged in plain text"
     leaked = [answer for answer in answers if secret in answer]
     assert leaked == [], f"the secret is in an answer: {leaked[0][:200]}"

@@ -48,7 +48,7 @@ class Extraction:
     text: str
     resources: list[Json] = field(default_factory=list)  # {Label, Type, Stack} of each one written
     excluded: list[Json] = field(default_factory=list)  # the extractable = false ones
-    hashed_secrets: list[str] = field(default_factory=list)  # "<label>.<property>"
+    hashed_secrets: list[str] = field(default_factory=list)  # "<label>.<property>", deeper: '.sub', '[0]', '["key"]'
     write_only: list[str] = field(default_factory=list)  # left out: "<label>.<property>"
 
 
@@ -244,7 +244,6 @@ class _Generator:
             return [f"// {name}: write-only (never read back), so not extracted; set it here to keep managing it"]
         lines: list[str] = []
         if _is_hashed(value):
-            self.out.hashed_secrets.append(f"{label}.{found.name}")
             lines += ["// A secret: svc keeps only its hash. Applying this keeps the current secret; supply the",
                       f'// plaintext to set or change it: {name} = svc.value("<plaintext>").opaque']
         lines.append(f"{name} = {self.value(value, found.shape, '  ', f'{label}.{found.name}')}")
@@ -259,7 +258,7 @@ class _Generator:
             if value.get("$embed") is True:
                 return self.template(value, indent)
             if "$value" in value:
-                return self.enveloped(value, indent)
+                return self.enveloped(value, indent, where)
             return self.mapping(value, shape, indent, where)
         if isinstance(value, list):
             return self.listing(value, shape, indent, where)
@@ -269,10 +268,11 @@ class _Generator:
             return "null"
         return pkl_text.number(value)
 
-    def enveloped(self, envelope: Mapping[str, Any], indent: str) -> str:
+    def enveloped(self, envelope: Mapping[str, Any], indent: str, where: str) -> str:
         raw = envelope.get("$value")
         set_once = ".setOnce" if envelope.get("$strategy") == "SetOnce" else ""
         if envelope.get("$hashed"):
+            self.out.hashed_secrets.append(where)  # at any depth: a sub-resource's, a listing's, a mapping's
             return f"svc.hashedSecret({string(str(raw))}){set_once}"
         if not isinstance(raw, str):
             return self.value(raw, Shape("any"), indent, "")
@@ -330,13 +330,14 @@ class _Generator:
             return self.object_value(value, info, indent, where)
         element = shape.element or Shape("any")
         if shape.kind == "object":  # a class svc cannot name: Pkl infers it from the property's type
-            members = [f"{identifier(k)} = {self.value(v, Shape('any'), indent + '  ', where)}"
+            members = [f"{identifier(k)} = {self.value(v, Shape('any'), indent + '  ', f'{where}.{k}')}"
                        for k, v in value.items() if v is not None]
             return _object("new", members, indent)
         if shape.kind == "map":
-            entries = [f"{string(str(k))}, {self.value(v, element, indent, where)}" for k, v in value.items()]
+            entries = [f"{string(str(k))}, {self.value(v, element, indent, f'{where}[{string(str(k))}]')}"
+                       for k, v in value.items()]
             return "Map(" + ", ".join(entries) + ")"
-        members = [f"[{string(str(k))}] = {self.value(v, element, indent + '  ', where)}"
+        members = [f"[{string(str(k))}] = {self.value(v, element, indent + '  ', f'{where}[{string(str(k))}]')}"
                    for k, v in value.items() if v is not None]
         head = "new Dynamic" if shape.kind == "dynamic" else ("new" if shape.kind == "mapping" else "new Mapping")
         return _object(head, members, indent)
@@ -348,12 +349,13 @@ class _Generator:
             if found is None:
                 members.append(f"// {key}: not a property of {info.name} in the installed schema, left out")
             elif found.name is not None and item is not None:
-                members.append(f"{identifier(found.name)} = {self.value(item, found.shape, indent + '  ', where)}")
+                members.append(f"{identifier(found.name)} = "
+                               f"{self.value(item, found.shape, indent + '  ', f'{where}.{found.name}')}")
         return _object(f"new {self.class_ref(info)}", members, indent)
 
     def listing(self, items: list[Any], shape: Shape, indent: str, where: str) -> str:
         element = shape.element or Shape("any")
-        rendered = [self.value(item, element, indent + "  ", where) for item in items]
+        rendered = [self.value(item, element, indent + "  ", f"{where}[{index}]") for index, item in enumerate(items)]
         if shape.kind in ("list", "set"):
             return ("List(" if shape.kind == "list" else "Set(") + ", ".join(rendered) + ")"
         head = "new" if shape.kind == "listing" else "new Listing"

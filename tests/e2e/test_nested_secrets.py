@@ -1,0 +1,185 @@
+"""Secrets below the top level, through a real agent, the FAKE plugin and the real CLI.
+
+A ``FAKE::App::Vault`` holds secrets typed ``String | svc.SecretValue`` (or its alias) in a sub-resource, in a
+nested sub-resource, in a listing of sub-resources, in a mapping of sub-resources and as a mapping's values,
+given as plain strings. Each reaches the cloud as itself; the agent keeps it only hashed: not in the datastore,
+its log, its data directory, an API answer or the CLI's output, through apply, re-apply, update, sync, drift,
+extract and discovery; an unchanged secret plans nothing and a changed one plans an update.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from support.fake_world import World, fake_world
+from support.secrets_scan import assert_nowhere
+
+VAULT = "FAKE::App::Vault"
+IMPORTS = ("@fake/app/vault.pkl",)
+SECRETS = {"db": "db-pw-6c1f0e", "replica": "replica-pw-93ad27", "token": "user-token-4be8d1",
+           "route": "route-key-d07a55", "env": "env-secret-1f9c3e"}
+
+
+def vault_body(secrets: dict[str, str]) -> str:
+    return f'''\
+new vault.Vault {{
+  label = "vault"
+  name = "app"
+  database {{
+    host = "db.internal"
+    password = "{secrets["db"]}"
+    replica {{ host = "replica.internal"; password = "{secrets["replica"]}" }}
+  }}
+  users {{ new {{ name = "alice"; token = "{secrets["token"]}" }} new {{ name = "bob" }} }}
+  routes {{ ["api"] {{ target = "10.0.0.1"; key = "{secrets["route"]}" }} ["web"] {{ target = "10.0.0.2" }} }}
+  env {{ ["DB_URL"] = "{secrets["env"]}" }}
+}}
+'''
+
+
+class Answers:
+    """What the agent's API and the CLI answered, to look for secrets in."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.texts: list[str] = []
+
+    def svc(self, *args: str) -> Any:
+        result = self.world.svc(*args)
+        self.texts += [result.stdout, result.stderr]
+        return result
+
+    def get(self, path: str, **params: str) -> httpx.Response:
+        response = httpx.get(f"{self.world.api}{path}", params=params, headers={"Client-ID": "test"}, timeout=60)
+        self.texts.append(response.text)
+        return response
+
+    def post(self, path: str) -> httpx.Response:
+        response = httpx.post(f"{self.world.api}{path}", timeout=120)
+        self.texts.append(response.text)
+        return response
+
+    def apply(self, path: Path, *extra: str) -> Any:
+        return self.svc("apply", "--mode", "reconcile", str(path), "--yes", "--wait", *extra)
+
+    def simulate(self, path: Path) -> dict[str, Any]:
+        result = self.svc("apply", "--mode", "reconcile", str(path), "--simulate", "--output-consumer", "machine")
+        assert result.returncode == 0, result.stdout + result.stderr
+        return json.loads(result.stdout)
+
+    def every_record(self) -> None:
+        """The inventory and every command's record, as the CLI and the API show them."""
+        self.svc("inventory", "resources", "--output-consumer", "machine")
+        listed = self.svc("command", "list", "--output-consumer", "machine")
+        assert listed.returncode == 0, listed.stderr
+        for command in json.loads(listed.stdout)["Commands"]:
+            self.svc("command", "status", command["CommandId"], "--output-consumer", "machine")
+            self.get(f"/commands/{command['CommandId']}/status")
+        self.get("/resources", query="")
+
+
+@pytest.fixture
+def world(home: Path, tmp_path: Path) -> Iterator[World]:
+    with fake_world(tmp_path) as world:
+        yield world
+
+
+def the_vault(world: World) -> tuple[str, dict[str, Any]]:
+    [(native_id, found)] = world.cloud_labels(VAULT).items()
+    return native_id, found["properties"]
+
+
+def assert_kept_hashed(world: World, answers: Answers, secrets: list[str]) -> None:
+    answers.every_record()
+    log = world.agent.log.read_text()
+    assert "Traceback" not in log, log[-3000:]
+    for secret in secrets:
+        assert_nowhere(secret, world.directory, answers.texts, stand_ins=[world.cloud_path])
+
+
+def test_nested_secrets_are_sent_as_themselves_stored_hashed_and_compared_by_hash(world: World) -> None:
+    answers = Answers(world)
+    forma = world.forma(vault_body(SECRETS), imports=IMPORTS)
+    created = answers.apply(forma)
+    assert created.returncode == 0, created.stdout + created.stderr
+    _, cloud = the_vault(world)  # the plugin was given each secret itself
+    assert cloud["Database"]["Password"] == SECRETS["db"] and cloud["Database"]["Replica"]["Password"] == SECRETS[
+        "replica"]
+    assert cloud["Users"][0]["Token"] == SECRETS["token"] and cloud["Routes"]["api"]["Key"] == SECRETS["route"]
+    assert cloud["Env"] == {"DB_URL": SECRETS["env"]}
+
+    stored = answers.get("/resources", query="type:FAKE::App::Vault").json()["Resources"][0]["Properties"]
+    assert stored["Database"]["Password"]["$hashed"] and stored["Routes"]["api"]["Key"]["$hashed"]
+    assert stored["Users"][0]["Token"]["$hashed"] and stored["Env"]["DB_URL"]["$hashed"]
+    assert stored["Database"]["Host"] == "db.internal" and stored["Routes"]["web"] == {"Target": "10.0.0.2"}
+
+    assert answers.simulate(forma)["ChangesRequired"] is False  # unchanged secrets compare by their hashes
+    again = answers.apply(forma)
+    assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
+
+    changed = {**SECRETS, "route": "route-key-rotated-7e21"}
+    rotated = world.forma(vault_body(changed), name="rotated.pkl", imports=IMPORTS)
+    plan = answers.simulate(rotated)
+    assert plan["ChangesRequired"] is True
+    [update] = plan["Command"]["ResourceUpdates"]
+    assert update["Operation"] == "update" and update["ResourceLabel"] == "vault"
+    applied = answers.apply(rotated)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert the_vault(world)[1]["Routes"]["api"]["Key"] == changed["route"]
+    assert answers.simulate(rotated)["ChangesRequired"] is False
+
+    assert_kept_hashed(world, answers, [*SECRETS.values(), changed["route"]])
+
+
+def test_sync_drift_extract_and_discovery_keep_nested_secrets_hashed(world: World) -> None:
+    answers = Answers(world)
+    forma = world.forma(vault_body(SECRETS), imports=IMPORTS)
+    assert answers.apply(forma).returncode == 0
+
+    # A read-back returns every secret in plain text: a synchronization that finds nothing changed stores nothing.
+    synced = answers.post("/admin/synchronize")
+    assert synced.status_code == 200, synced.text
+    assert answers.get("/stacks/app/drift").json() == {"ModifiedResources": []}
+
+    # Out of band: the database password changed; sync stores it (hashed) and the drift lists it.
+    native_id, cloud = the_vault(world)
+    edited = "db-pw-changed-by-hand-5a0b"
+    world.cloud.set_property(native_id, "Database", {**cloud["Database"], "Password": edited})
+    assert answers.post("/admin/synchronize").status_code == 200
+    drift = answers.get("/stacks/app/drift")
+    assert drift.status_code == 200, drift.text
+    [modified] = drift.json()["ModifiedResources"]
+    assert modified["Label"] == "vault" and modified["Properties"]["Database"]["Password"]["$hashed"]
+    [op] = modified["PatchDocument"]
+    assert op["path"] in ("/Database", "/Database/Password") and edited not in json.dumps(op)
+
+    # Extract writes each nested secret as its hash; applying the extraction changes nothing.
+    extracted = world.directory / "extracted.pkl"
+    result = answers.svc("extract", "--query", "stack:app", str(extracted))
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = extracted.read_text()
+    assert text.count("svc.hashedSecret(") == len(SECRETS), text
+    for where in ("vault.database.password", "vault.database.replica.password", "vault.users[0].token",
+                  'vault.routes["api"].key', 'vault.env["DB_URL"]'):
+        assert where in result.stderr, result.stderr
+    assert answers.simulate(extracted)["ChangesRequired"] is False, text
+    answers.texts.append(text)  # scanned as an answer: the extracted file is a forma (.pkl), which scans skip
+
+    # Discovery: a vault made outside svc is stored with its secrets hashed.
+    found = "disc-pw-0f3b6e"
+    world.cloud.put(VAULT, "vault-out", {"VaultId": "vault-out", "Name": "outside",
+                                         "Database": {"Host": "h", "Password": found},
+                                         "Users": [{"Name": "u", "Token": found + "-token"}],
+                                         "Routes": {"r": {"Target": "t", "Key": found + "-route"}},
+                                         "Env": {"K": found + "-env"}})
+    assert answers.post("/admin/discover").status_code == 200
+    [discovered] = answers.get("/resources", query="stack:$unmanaged").json()["Resources"]
+    assert discovered["NativeID"] == "vault-out" and discovered["Properties"]["Database"]["Password"]["$hashed"]
+
+    assert_kept_hashed(world, answers, [*SECRETS.values(), edited, found])
