@@ -95,6 +95,10 @@ def the_vault(world: World) -> tuple[str, dict[str, Any]]:
     return native_id, found["properties"]
 
 
+def hashed(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("$hashed") is True
+
+
 def assert_kept_hashed(world: World, answers: Answers, secrets: list[str]) -> None:
     answers.every_record()
     log = world.agent.log.read_text()
@@ -115,8 +119,9 @@ def test_nested_secrets_are_sent_as_themselves_stored_hashed_and_compared_by_has
     assert cloud["Env"] == {"DB_URL": SECRETS["env"]}
 
     stored = answers.get("/resources", query="type:FAKE::App::Vault").json()["Resources"][0]["Properties"]
-    assert stored["Database"]["Password"]["$hashed"] and stored["Routes"]["api"]["Key"]["$hashed"]
-    assert stored["Users"][0]["Token"]["$hashed"] and stored["Env"]["DB_URL"]["$hashed"]
+    assert hashed(stored["Database"]["Password"]) and hashed(stored["Database"]["Replica"]["Password"])
+    assert hashed(stored["Users"][0]["Token"]) and hashed(stored["Routes"]["api"]["Key"])
+    assert hashed(stored["Env"]["DB_URL"])
     assert stored["Database"]["Host"] == "db.internal" and stored["Routes"]["web"] == {"Target": "10.0.0.2"}
 
     assert answers.simulate(forma)["ChangesRequired"] is False  # unchanged secrets compare by their hashes
@@ -155,7 +160,7 @@ def test_sync_drift_extract_and_discovery_keep_nested_secrets_hashed(world: Worl
     drift = answers.get("/stacks/app/drift")
     assert drift.status_code == 200, drift.text
     [modified] = drift.json()["ModifiedResources"]
-    assert modified["Label"] == "vault" and modified["Properties"]["Database"]["Password"]["$hashed"]
+    assert modified["Label"] == "vault" and hashed(modified["Properties"]["Database"]["Password"])
     [op] = modified["PatchDocument"]
     assert op["path"] in ("/Database", "/Database/Password") and edited not in json.dumps(op)
 
@@ -180,6 +185,6 @@ def test_sync_drift_extract_and_discovery_keep_nested_secrets_hashed(world: Worl
                                          "Env": {"K": found + "-env"}})
     assert answers.post("/admin/discover").status_code == 200
     [discovered] = answers.get("/resources", query="stack:$unmanaged").json()["Resources"]
-    assert discovered["NativeID"] == "vault-out" and discovered["Properties"]["Database"]["Password"]["$hashed"]
+    assert discovered["NativeID"] == "vault-out" and hashed(discovered["Properties"]["Database"]["Password"])
 
     assert_kept_hashed(world, answers, [*SECRETS.values(), edited, found])
