@@ -109,6 +109,44 @@ def test_opaque_is_derived_from_secret_value_types(write_pkl) -> None:
                       "value": False}
 
 
+DEEP_SECRETS = """
+typealias Secret = String | svc.SecretValue
+class Login extends svc.SubResource { user: String; password: Secret?; @svc.FieldHint { outputField = "k" } key: Secret? }
+@svc.SubResourceHint { outputKeyTransformation = (n) -> n.capitalize() }
+class Db extends svc.SubResource { host: String; password: String | svc.SecretValue; login: Login? }
+class Folder extends svc.SubResource { name: String; token: (svc.SecretValue | String)?; children: Listing<Folder>?
+  links: Mapping<String, Folder>? }
+class Plain extends svc.SubResource { name: String; children: Listing<Plain>? }
+@svc.ResourceHint { type = "TEST::Box::Deep"; identifier = "$.Id" }
+class Deep extends svc.Resource {
+  @svc.FieldHint {} top: Secret?
+  @svc.FieldHint {} db: Db?
+  @svc.FieldHint {} logins: Listing<Login>?
+  @svc.FieldHint {} byName: Mapping<String, Login>?
+  @svc.FieldHint {} nested: Mapping<String, Listing<Login>>?
+  @svc.FieldHint {} env: Mapping<String, Secret>?
+  @svc.FieldHint {} tokens: Listing<String | svc.SecretValue>?
+  @svc.FieldHint {} root: Folder?
+  @svc.FieldHint {} tree: Plain?
+  @svc.FieldHint {} names: Listing<String>?
+}
+"""
+
+
+def test_opaque_paths_reach_secrets_at_any_depth(write_pkl) -> None:
+    path = forma(write_pkl, DEEP_SECRETS, 'new Deep { label = "d" }')
+    schema = schema_of(path)
+    assert sorted(schema.opaque_paths) == sorted([
+        "top", "db.Password", "db.Login.password", "db.Login.k", "logins.password", "logins.k",
+        "byName.*.password", "byName.*.k", "nested.*.password", "nested.*.k", "env.*", "tokens",
+        "root.token", "root.children=root", "root.links.*=root",  # a self-referencing sub-resource
+    ])  # and none for ``tree``: its cycle holds no secret
+    opaque = sorted(key for key, hint in schema.hints.items() if hint.opaque)
+    assert opaque == sorted(["top", "db.Password", "db.Login.password", "db.Login.k", "logins.password", "logins.k",
+                             "byName.password", "byName.k", "nested.password", "nested.k", "env", "tokens",
+                             "root.token"])
+
+
 NESTED = """
 @svc.SubResourceHint { outputKeyTransformation = (n) -> n.toUpperCase() }
 class Inner extends svc.SubResource { @svc.FieldHint { createOnly = true } depth: Int; note: String? }

@@ -7,7 +7,7 @@ from __future__ import annotations
 from svc.engine import values
 from svc.engine.planner.diff import generate_patch, mask_patch
 from svc.schema.model import FieldHint, Schema
-from svc.schema.opaque import OpaqueFields, opaque_fields
+from svc.schema.opaque import NONE, OpaqueFields, opaque_fields
 from svc.telemetry.redaction import opaque_strings
 
 PATHS = ("ApiKey", "Database.Password", "Database.Replica.Password", "Users.Token", "Routes.*.Key", "Env.*")
@@ -31,8 +31,8 @@ def desired(**changed: str) -> dict:
 
 def test_paths_name_fields_and_a_mapping_level_and_pass_list_elements() -> None:
     tree = OpaqueFields.of_paths(PATHS)
-    assert tree.paths() == sorted(PATHS)
-    assert tree.at("ApiKey").secret and not tree.at("Name").secret and tree.at("Name").empty
+    assert tree.source == tuple(sorted(PATHS))
+    assert tree.at("ApiKey").secret and not tree.at("Name").secret and tree.at("Name") is NONE
     assert tree.at("Database").at("Password").secret and not tree.at("Database").at("Host").secret
     assert tree.at("Users").at(3).at("Token").secret  # a list's element is reached without a step
     assert tree.at("Routes").at("any-key").at("Key").secret and not tree.at("Routes").at("k").at("Target").secret
@@ -44,8 +44,18 @@ def test_paths_name_fields_and_a_mapping_level_and_pass_list_elements() -> None:
 def test_a_schema_stored_before_opaque_paths_falls_back_to_its_dotted_opaque_hints() -> None:
     schema = Schema(Identifier="$.Id", Hints={"Db": FieldHint(), "Db.Password": FieldHint(Opaque=True),
                                               "Db.Host": FieldHint(), "Key": FieldHint(Opaque=True)})
-    assert opaque_fields(schema).paths() == ["Db.Password", "Key"]
-    assert opaque_fields(VAULT).paths() == sorted(PATHS)
+    assert opaque_fields(schema).source == ("Db.Password", "Key")
+    assert opaque_fields(VAULT).source == tuple(sorted(PATHS))
+
+
+def test_a_self_referencing_sub_resource_has_its_secrets_at_every_depth() -> None:
+    tree = OpaqueFields.of_paths(["Root.Password", "Root.Children=Root", "Root.Links.*=Root"])
+    deep = {"Root": {"Password": "pw-0", "Children": [{"Password": "pw-1", "Name": "a", "Children": [
+        {"Password": "pw-2", "Links": {"x": {"Password": "pw-3"}}}]}]}}
+    stored = values.hash_secrets(deep, tree)
+    assert not [n for n in range(4) if f"pw-{n}" in str(stored)]
+    assert stored["Root"]["Children"][0]["Name"] == "a"
+    assert sorted(opaque_strings(deep, tree)) == ["pw-0", "pw-1", "pw-2", "pw-3"]
 
 
 def test_hashing_for_storage_reaches_every_secret_and_nothing_else() -> None:

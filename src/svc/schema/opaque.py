@@ -6,14 +6,14 @@ listing's elements (``Db.Password``, ``Users.Token``, ``Routes.*.Key``, ``Env.*`
 (stored before they existed) has its dotted ``opaque`` hint keys instead, where a mapping level cannot be told.
 
 ``OpaqueFields`` is those paths as a tree that a walk over property values descends along: ``at(key)`` for a
-member (a list index stays at the same node), ``secret`` where the value itself is a secret.
+member (a list index stays at the same node), ``secret`` where the value itself is a secret. A
+self-referencing sub-resource makes it a graph (``root.children=root``: a child is shaped like its parent).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from svc.schema.model import Schema
 
@@ -23,26 +23,38 @@ ANY_KEY = "*"  # a mapping level: every key of the user's mapping
 class OpaqueFields:
     """A node of a schema's opaque paths; ``NONE`` (no secret at or below) for anything else."""
 
-    __slots__ = ("_below", "secret")
+    __slots__ = ("_below", "secret", "source")
 
-    def __init__(self, secret: bool = False, below: Mapping[str, OpaqueFields] | None = None) -> None:
+    def __init__(self, secret: bool = False, below: dict[str, OpaqueFields] | None = None,
+                 source: tuple[str, ...] = ()) -> None:
         self.secret = secret
-        self._below: Mapping[str, OpaqueFields] = below or {}
+        self._below: dict[str, OpaqueFields] = below if below is not None else {}
+        self.source = source  # the paths it was made of (its root only)
 
     @classmethod
     def of_paths(cls, paths: Iterable[str]) -> OpaqueFields:
-        tree: dict[str, Any] = {}
+        """The tree of ``paths``; ``a.b=a`` makes the node at ``a.b`` the one at ``a`` (a cycle: a
+        self-referencing sub-resource's secrets are found at every depth)."""
+        paths = tuple(sorted(set(paths)))
+        root = cls(source=paths)
+        links = []
         for path in paths:
-            node = tree
-            for step in path.split("."):
-                node = node.setdefault(step, {})
-            node[""] = True  # the value at this path is a secret
-        return cls._built(tree)
+            where, _, target = path.partition("=")
+            if target:
+                links.append((where, target))
+            else:
+                root._grown(where).secret = True
+        for where, target in links:
+            *parent, last = where.split(".")
+            root._grown(".".join(parent))._below[last] = root._grown(target)
+        return root if paths else NONE
 
-    @classmethod
-    def _built(cls, tree: dict[str, Any]) -> OpaqueFields:
-        below = {step: cls._built(sub) for step, sub in tree.items() if step != ""}
-        return cls(bool(tree.get("")), below) if tree.get("") or below else NONE
+    def _grown(self, path: str) -> OpaqueFields:
+        """The node at ``path``, made on the way while the tree is built."""
+        node = self
+        for step in path.split(".") if path else ():
+            node = node._below.setdefault(step, OpaqueFields())
+        return node
 
     def at(self, key: str | int) -> OpaqueFields:
         """The node of a member: a list's element stays here; a key is a field, else a mapping's key."""
@@ -59,26 +71,8 @@ class OpaqueFields:
             node = node.at(step)
         return node
 
-    @property
-    def empty(self) -> bool:
-        """No secret at or below this node (a walk need not look further for schema secrets)."""
-        return not self.secret and not self._below
-
-    def paths(self, prefix: str = "") -> list[str]:
-        """The paths this node holds, sorted (for messages and tests)."""
-        out = [prefix] if self.secret and prefix else []
-        for step, node in sorted(self._below.items()):
-            out += node.paths(f"{prefix}.{step}" if prefix else step)
-        return out
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, OpaqueFields) and self.paths() == other.paths() and self.secret == other.secret
-
-    def __hash__(self) -> int:
-        return hash((self.secret, tuple(self.paths())))
-
     def __repr__(self) -> str:
-        return f"OpaqueFields({self.paths()!r})"
+        return f"OpaqueFields({list(self.source)!r})" if self.source else f"OpaqueFields(secret={self.secret})"
 
 
 NONE = OpaqueFields()
