@@ -4,7 +4,8 @@ A ``FAKE::App::Vault`` holds secrets typed ``String | svc.SecretValue`` (or its 
 nested sub-resource, in a listing of sub-resources, in a mapping of sub-resources and as a mapping's values,
 given as plain strings. Each reaches the cloud as itself; the agent keeps it only hashed: not in the datastore,
 its log, its data directory, an API answer or the CLI's output, through apply, re-apply, update, sync, drift,
-extract and discovery; an unchanged secret plans nothing and a changed one plans an update.
+extract and discovery, and a resource that refers to one keeps it hashed too; an unchanged secret plans
+nothing and a changed one plans an update.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ SECRETS = {"db": "db-pw-6c1f0e", "replica": "replica-pw-93ad27", "token": "user-
 
 def vault_body(secrets: dict[str, str]) -> str:
     return f'''\
-new vault.Vault {{
+local app = new vault.Vault {{
   label = "vault"
   name = "app"
   database {{
@@ -40,7 +41,12 @@ new vault.Vault {{
   routes {{ ["api"] {{ target = "10.0.0.1"; key = "{secrets["route"]}" }} ["web"] {{ target = "10.0.0.2" }} }}
   env {{ ["DB_URL"] = "{secrets["env"]}" }}
 }}
+app
 '''
+
+
+# A reference to a nested secret: the consumer is sent the secret itself and keeps it only hashed too.
+CONSUMER = 'new item.Item { label = "consumer"; ref = app.res.database.at("Password") }\n'
 
 
 class Answers:
@@ -109,7 +115,7 @@ def assert_kept_hashed(world: World, answers: Answers, secrets: list[str]) -> No
 
 def test_nested_secrets_are_sent_as_themselves_stored_hashed_and_compared_by_hash(world: World) -> None:
     answers = Answers(world)
-    forma = world.forma(vault_body(SECRETS), imports=IMPORTS)
+    forma = world.forma(vault_body(SECRETS) + CONSUMER, imports=IMPORTS)
     created = answers.apply(forma)
     assert created.returncode == 0, created.stdout + created.stderr
     _, cloud = the_vault(world)  # the plugin was given each secret itself
@@ -117,6 +123,8 @@ def test_nested_secrets_are_sent_as_themselves_stored_hashed_and_compared_by_has
         "replica"]
     assert cloud["Users"][0]["Token"] == SECRETS["token"] and cloud["Routes"]["api"]["Key"] == SECRETS["route"]
     assert cloud["Env"] == {"DB_URL": SECRETS["env"]}
+    [(_, consumer)] = world.cloud_labels("FAKE::Test::Item").items()
+    assert consumer["properties"]["Ref"] == SECRETS["db"]
 
     stored = answers.get("/resources", query="type:FAKE::App::Vault").json()["Resources"][0]["Properties"]
     assert hashed(stored["Database"]["Password"]) and hashed(stored["Database"]["Replica"]["Password"])
@@ -129,7 +137,7 @@ def test_nested_secrets_are_sent_as_themselves_stored_hashed_and_compared_by_has
     assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
 
     changed = {**SECRETS, "route": "route-key-rotated-7e21"}
-    rotated = world.forma(vault_body(changed), name="rotated.pkl", imports=IMPORTS)
+    rotated = world.forma(vault_body(changed) + CONSUMER, name="rotated.pkl", imports=IMPORTS)
     plan = answers.simulate(rotated)
     assert plan["ChangesRequired"] is True
     [update] = plan["Command"]["ResourceUpdates"]

@@ -51,12 +51,15 @@ class Resolver:
         self._load = load
         self._read_live = read_live
         self._live = {} if live is None else live  # ksuid → its live read; a caller's dict shares them
+        self._secrets: set[str] = set()  # the references (URIs) whose producer holds a secret there
 
     async def value(self, uri: str) -> Any:
         ksuid, path = values.split_uri(uri)
         producer = await self._load(ksuid)
         if producer is None:
             raise ResolveError(f"could not resolve reference {uri!r}: the referenced resource does not exist")
+        if _secret_at(producer.properties, path):
+            self._secrets.add(uri)
         for document in (producer.read_only_properties, producer.properties):
             try:
                 found = values.get_path(values.plain_known(dict(document)), path)
@@ -82,17 +85,28 @@ class Resolver:
             if uri not in cache:
                 cache[uri] = await self.value(uri)
 
-        return values.map_refs(properties, lambda ref: _filled(ref, cache))
+        return values.map_refs(properties, lambda ref: _filled(ref, cache, ref["$ref"] in self._secrets))
 
 
-def _filled(ref: Json, cache: dict[str, Any]) -> Json:
-    """A reference with its value (a SetOnce reference keeps the value it has)."""
-    if values.is_set_once(ref) and ref.get("$value") is not None:
+def _secret_at(properties: Mapping[str, Any], path: str) -> bool:
+    """Whether a producer holds a secret at ``path`` (it stores secrets only hashed, or as Opaque values)."""
+    try:
+        found = values.get_path(dict(properties), path)
+    except KeyError:
+        return False
+    return values.contains_hash(found) or values.is_opaque(found)
+
+
+def _filled(ref: Json, cache: dict[str, Any], secret: bool) -> Json:
+    """A reference with its value (a SetOnce reference keeps the value it has, unless only its hash). The
+    value of a secret is one to the consumer too: it is hashed wherever the consumer's state is stored."""
+    if values.is_set_once(ref) and ref.get("$value") is not None and not ref.get("$hashed"):
         return ref
     value = cache[ref["$ref"]]
     if "$json" in ref:
         value = _json_path(value, str(ref["$json"]), ref["$ref"])
-    return {**ref, "$value": value}
+    filled = {k: v for k, v in ref.items() if k != "$hashed"} | {"$value": value}
+    return filled | {"$visibility": "Opaque"} if secret else filled
 
 
 def _json_path(value: Any, path: str, uri: str) -> Any:

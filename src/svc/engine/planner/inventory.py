@@ -80,6 +80,19 @@ class Inventory:
             return found
         raise KeyError(uri)
 
+    def hash_of(self, uri: str) -> dict[str, Any] | None:
+        """The stored hash of a referenced secret (``{"$value": sha256, "$hashed": true, …}``); None when
+        the property is no secret, or unknown."""
+        ksuid, path = values.split_uri(uri)
+        resource = self.by_ksuid.get(ksuid)
+        try:
+            found = values.get_path(dict(resource.properties), path) if resource is not None else None
+        except KeyError:
+            return None
+        if not (isinstance(found, dict) and found.get("$hashed")):
+            return None
+        return {"$value": found.get("$value"), "$visibility": "Opaque", "$hashed": True}
+
 
 def snapshot(resources: Iterable[ResourceVersion], targets: Iterable[TargetRecord],
              stacks: Iterable[StackRecord]) -> Inventory:

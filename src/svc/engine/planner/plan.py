@@ -98,7 +98,9 @@ class _Apply:
         try:
             filled["$value"] = self.inventory.value_of(ref["$ref"])
         except KeyError:
-            pass
+            # A secret is stored only as its hash: the reference holds that (so that it compares equal to
+            # what the consumer stored, unless the secret changed); execution reads the secret itself.
+            filled |= self.inventory.hash_of(ref["$ref"]) or {}
         return filled
 
     def match(self, desired: Desired) -> ResourceVersion | None:

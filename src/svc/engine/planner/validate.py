@@ -76,12 +76,24 @@ def _has_reference(value: Any) -> bool:
 def check_no_hashed_secret(resource: Resource, desired: dict[str, Any]) -> None:
     """A create must send each secret itself: a hash (``svc.hashedSecret``, as ``svc extract`` writes a
     secret it cannot read) only stands for a secret the resource already has."""
-    hashed = sorted(key for key, value in desired.items() if values.contains_hash(value))
+    hashed = sorted(key for key, value in desired.items() if _given_hash(value))
     if hashed:
         raise InvalidForma(
             f"resource {resource.stack}/{resource.type}/{resource.label} is created, but {', '.join(hashed)} "
             "holds only a secret's hash (svc.hashedSecret): supply the plaintext, e.g. svc.value(\"…\").opaque",
             {"Fields": hashed, "Stack": resource.stack, "Label": resource.label, "Type": resource.type})
+
+
+def _given_hash(value: Any) -> bool:
+    """A hash the user gave; not a reference's (the planner's stand-in for a producer's secret, which
+    execution reads)."""
+    if values.is_ref(value):
+        return False
+    if isinstance(value, dict):
+        return bool(value.get("$hashed")) or any(_given_hash(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_given_hash(v) for v in value)
+    return False
 
 
 def check_required_on_create(resource: Resource, properties: dict[str, Any], schema: Schema) -> None:
