@@ -22,7 +22,8 @@ from support.otlp import OtlpGrpcCollector, OtlpHttpCollector, Received, attribu
 
 API_KEY = "otel-api-key-5b1e9c4d"  # FAKE::Storage::Bucket.apiKey (opaque by its type)
 ADMIN_PASSWORD = "otel-admin-pw-77d2f0aa"  # FAKE::Compute::Server.adminPassword, as svc.value(…).opaque
-SECRETS = (API_KEY, ADMIN_PASSWORD)
+NESTED_PASSWORD = "otel-nested-pw-3c9e1b70"  # FAKE::App::Vault database.password: in a sub-resource, a plain string
+SECRETS = (API_KEY, ADMIN_PASSWORD, NESTED_PASSWORD)
 FORMA = """\
 amends "@svc/forma.pkl"
 import "@svc/svc.pkl"
@@ -32,6 +33,7 @@ import "@fake/net/subnet.pkl"
 import "@fake/storage/bucket.pkl"
 import "@fake/compute/server.pkl"
 import "@fake/test/item.pkl"
+import "@fake/app/vault.pkl"
 
 local net = new network.Network { label = "net"; cidr = "10.0.0.0/16" }
 local sub = new subnet.Subnet { label = "sub"; networkId = net.res.networkId; cidr = "10.0.1.0/24" }
@@ -45,9 +47,10 @@ forma {
   new server.Server { label = "web"; subnetId = sub.res.subnetId; image = "img-1"
                       adminPassword = svc.value("%(password)s").opaque }
   new item.Item { label = "broken"; value = "x" }
+  new vault.Vault { label = "creds"; name = "creds"; database { host = "db"; password = "%(nested)s" } }
 }
 """
-LABELS = {"net", "sub", "vault", "web", "broken"}
+LABELS = {"net", "sub", "vault", "web", "broken", "creds"}
 
 
 def otel_block(endpoint: str, protocol: str) -> str:
@@ -76,7 +79,8 @@ def isolated_env(root: Path) -> pytest.MonkeyPatch:
 def apply_forma(world: World) -> dict[str, Any]:
     world.cloud.set_knob("fail", {"code": "AccessDenied", "ops": ["create"], "labels": ["broken"]})
     path = world.directory / "main.pkl"
-    path.write_text(FORMA % {"cloud": world.cloud_path, "api_key": API_KEY, "password": ADMIN_PASSWORD})
+    path.write_text(FORMA % {"cloud": world.cloud_path, "api_key": API_KEY, "password": ADMIN_PASSWORD,
+                                 "nested": NESTED_PASSWORD})
     result = world.apply(path)
     assert result.returncode == 1, result.stdout + result.stderr  # "broken" failed, the rest succeeded
     status = world.svc("command", "status", "--output-consumer", "machine")
@@ -106,7 +110,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Export]:
             with fake_world(root, otel_block(collector.endpoint, "http")) as world:
                 command = apply_forma(world)
                 collector.received.wait_for(command_span_received(command["CommandId"]))
-                collector.received.wait_for(lambda r: resources_gauge(r).get(("FAKE", True)) == 4)
+                collector.received.wait_for(lambda r: resources_gauge(r).get(("FAKE", True)) == 5)
                 metrics_page = httpx.get(f"{world.agent.url}/metrics").text
                 agent_id = httpx.get(f"{world.api}/stats").json()["AgentId"]
             yield Export(collector.received, command, metrics_page, agent_id)  # the agent stopped: all flushed
@@ -163,7 +167,7 @@ def test_metrics_count_commands_time_operations_and_count_resources(exported: Ex
     assert durations[("FAKE::Net::Network", "create", "Success")] == 1
     assert durations[("FAKE::Test::Item", "create", "Failed")] == 1
     assert sum(durations.values()) >= len(LABELS)
-    assert resources_gauge(exported.received)[("FAKE", True)] == 4  # everything but "broken"
+    assert resources_gauge(exported.received)[("FAKE", True)] == 5  # everything but "broken"
     # The same instruments through the Prometheus reader at /metrics.
     assert 'svc_resources{' in exported.metrics_page and 'svc_namespace="FAKE"' in exported.metrics_page
     assert "svc_commands_total{" in exported.metrics_page

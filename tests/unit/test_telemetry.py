@@ -25,12 +25,12 @@ from opentelemetry.trace import StatusCode
 from svc.config.model import OtlpConfig
 from svc.datastore.records import CommandRecord, DatastoreCounts
 from svc.engine.planner.changeset import ResourceChange
+from svc.schema.opaque import OpaqueFields
 from svc.telemetry import hooks, traced_command, traced_job, traced_operation
 from svc.telemetry.endpoint import TelemetryError, check_otlp, signal_url
 from svc.telemetry.exporters import metric_exporter, span_exporter, temporality
 from svc.telemetry.instruments import Instruments, error_code
 from svc.telemetry.logs import OTelLogHandler
-from svc.schema.opaque import OpaqueFields
 from svc.telemetry.redaction import REDACTED, Redactor, opaque_strings
 
 SECRET = "hunter2-but-longer"
