@@ -195,4 +195,21 @@ def test_sync_drift_extract_and_discovery_keep_nested_secrets_hashed(world: Worl
     [discovered] = answers.get("/resources", query="stack:$unmanaged").json()["Resources"]
     assert discovered["NativeID"] == "vault-out" and hashed(discovered["Properties"]["Database"]["Password"])
 
+    # Adopting it with the same secrets changes no property (a write without a plugin call), and keeps each
+    # secret's hash as it is: the next apply plans nothing.
+    adopt = world.forma(f'''\
+new vault.Vault {{
+  label = "{discovered["Label"]}"
+  name = "outside"
+  database {{ host = "h"; password = "{found}" }}
+  users {{ new {{ name = "u"; token = "{found}-token" }} }}
+  routes {{ ["r"] {{ target = "t"; key = "{found}-route" }} }}
+  env {{ ["K"] = "{found}-env" }}
+}}
+''', name="adopt.pkl", imports=IMPORTS)
+    adopted = answers.svc("apply", "--mode", "patch", str(adopt), "--yes", "--wait")
+    assert adopted.returncode == 0 and "brought under management" in adopted.stdout, adopted.stdout + adopted.stderr
+    again = answers.svc("apply", "--mode", "patch", str(adopt), "--simulate", "--output-consumer", "machine")
+    assert json.loads(again.stdout)["ChangesRequired"] is False, again.stdout
+
     assert_kept_hashed(world, answers, [*SECRETS.values(), edited, found])

@@ -108,6 +108,13 @@ def _identified(properties: Json | None, identifier: str) -> str:
     return str(found) if isinstance(found, (str, int)) and not isinstance(found, bool) and found != "" else ""
 
 
+def _as_read(prior: Json) -> Json:
+    """The stored state as a read would return it, for a write that made no plugin call: a secret, stored only
+    as its hash, is None (unknown), so that the merge keeps what the user gave and it is hashed once; its hash
+    taken for its value was hashed again, and the secret then never compared equal."""
+    return values.map_envelopes(prior, lambda envelope: None if envelope.get("$hashed") else values.plain(envelope))
+
+
 def _changed_out_of_band(change: ResourceChange, observed: ResourceWrite) -> bool:
     """Whether the state a read found (as ``Steps.resource_write`` stores it, over the change's prior) differs
     from the prior state the change was planned against."""
@@ -340,7 +347,7 @@ class Steps:
         prior = change.prior or {}
         if change.metadata_only:
             return Outcome(UpdateState.SUCCESS, "renamed" if change.old_label else "brought under management",
-                           resource=self.resource_write(change, prior, values.plain(prior), change.native_id or ""))
+                           resource=self.resource_write(change, prior, _as_read(prior), change.native_id or ""))
         runner = self.runner(change.namespace)
         policy = self.policies(change.namespace)
         attempt, resuming = self._attempt(change, data, "update", resume)
@@ -362,7 +369,7 @@ class Steps:
                                                + "); apply again to replace the resource")
         if not patch.ops:
             return Outcome(UpdateState.SUCCESS, "nothing to change once references were resolved",
-                           resource=self.resource_write(change, resolved, values.plain(prior), change.native_id or ""))
+                           resource=self.resource_write(change, resolved, _as_read(prior), change.native_id or ""))
         desired_plain = _strip_empty(values.plain(resolved, guarded=True))
         prior_plain = values.redact(prior, opaque_fields_of(change.schema))
 
