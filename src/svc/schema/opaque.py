@@ -71,6 +71,11 @@ class OpaqueFields:
             node = node.at(step)
         return node
 
+    @property
+    def holds_secret(self) -> bool:
+        """Whether the value here is a secret or has one inside."""
+        return self.secret or bool(self._below)
+
     def __repr__(self) -> str:
         return f"OpaqueFields({list(self.source)!r})" if self.source else f"OpaqueFields(secret={self.secret})"
 

@@ -7,6 +7,7 @@ adoption); otherwise a new one is minted, so references to resources created by 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,9 @@ from typing import Any
 from svc.engine import values
 from svc.engine.errors import InvalidForma, ReferencedResourcesNotFound
 from svc.engine.planner.inventory import Inventory
+from svc.engine.schemas import schema_of
 from svc.forma.model import Forma, Resource
+from svc.schema.opaque import opaque_fields
 
 Json = dict[str, Any]
 
@@ -49,6 +52,7 @@ class Translator:
     def __init__(self, forma: Forma, inventory: Inventory, ids: dict[tuple[str, str, str], str]) -> None:
         self.inventory = inventory
         self.ids = ids
+        self.schemas = {resource.type: resource.schema_ for resource in forma.resources}
         self.by_label_type: dict[tuple[str, str], list[str]] = {}
         for stack, type_, label in ids:
             self.by_label_type.setdefault((label, type_), []).append(stack)
@@ -78,6 +82,21 @@ class Translator:
             ref["$json"] = envelope["$json"]
         return ref
 
+    def secret(self, envelope: Json) -> bool:
+        """Whether a reference reads a secret: marked so, or a property its producer's schema calls opaque (or
+        one that holds such a property)."""
+        if envelope.get("$visibility") == "Opaque":
+            return True
+        schema = self.schemas.get(str(envelope.get("$type")))
+        stored = self.inventory.by_ksuid.get(self.ksuid_of(envelope) or "")
+        if schema is None and stored is not None and stored.document.get("Schema"):
+            schema = schema_of(dict(stored.document["Schema"]))
+        if schema is None:
+            return False
+        steps = [step.replace("\\.", ".").replace("\\:", ":")
+                 for step in re.split(r"(?<!\\)\.", str(envelope.get("$property") or ""))]
+        return opaque_fields(schema).at_path(int(step) if step.isdigit() else step for step in steps).holds_secret
+
     def convert(self, value: Any, where: str) -> Any:
         if values.is_res(value):
             return self.reference(value)
@@ -91,7 +110,7 @@ class Translator:
                     raise InvalidForma(f"{where}: {error}", {"Field": where}) from error
             converted: list[Any] = []
             for part in parts:
-                if values.is_res(part) and part.get("$visibility") == "Opaque":
+                if values.is_res(part) and self.secret(part):
                     raise InvalidForma(f"{where}: a secret reference cannot be embedded in a string",
                                        {"Field": where})
                 converted.append(self.reference(part) if values.is_res(part) else part)

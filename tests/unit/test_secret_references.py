@@ -1,0 +1,60 @@
+"""References that read a secret (a property the producer's schema calls opaque, at any depth): never inside a
+string, compared by the producer's stored hash at plan time, and no bar to creating the consumer."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.planning import BUCKET, TYPES, forma, inventory, new_id, ref, res, resource, stored
+from svc.engine import errors, values
+from svc.engine.planner import Catalog, PlanRequest, plan
+from svc.schema.model import Schema
+
+HASHED_KEY = values.hashed_secret("k3y")
+VAULT_SCHEMA = {"Identifier": "$.Id", "Fields": ["Name", "Db"], "OpaquePaths": ["Db.Password"],
+                "Hints": {"Name": {}, "Db": {}, "Db.Host": {}, "Db.Password": {"Opaque": True}}}
+CATALOG = Catalog(frozenset({"T"}), {**TYPES, "T::App::Vault": Schema.model_validate(VAULT_SCHEMA)})
+
+
+def apply(*resources: dict, stored_resources: tuple = ()) -> object:
+    """A patch: what the forma does not name (a stored producer) stays."""
+    return plan(PlanRequest("apply", "patch", forma(*resources)), inventory(*stored_resources), CATALOG, new_id)
+
+
+def vault() -> dict:
+    document = resource("v", "T::App::Vault", {"Name": "v", "Db": {"Host": "h", "Password": "pw"}})
+    return {**document, "Schema": VAULT_SCHEMA}
+
+
+def embedding(prop: str, type_: str = "T::App::Vault", label: str = "v") -> dict:
+    return resource("c", "T::Test::Item", {"Value": {"$embed": True, "$parts": ["url: ", res(label, type_, prop)]}})
+
+
+@pytest.mark.parametrize("prop", ["Db.Password", "Db"])  # the secret, or an object holding it
+def test_a_secret_read_by_a_reference_cannot_be_embedded_in_a_string(prop: str) -> None:
+    with pytest.raises(errors.InvalidForma, match="a secret reference cannot be embedded in a string"):
+        apply(vault(), embedding(prop))
+
+
+def test_a_clear_property_of_the_same_producer_can_be() -> None:
+    assert {c.label for c in apply(vault(), embedding("Db.Host")).resources} == {"v", "c"}
+
+
+def test_a_stored_producer_s_secret_is_known_by_its_schema_too() -> None:
+    bucket = stored("K1", "T::Storage::Bucket", "b", {"Name": "b", "ApiKey": HASHED_KEY})
+    with pytest.raises(errors.InvalidForma, match="a secret reference cannot be embedded in a string"):
+        apply(embedding("ApiKey", "T::Storage::Bucket", "b"), stored_resources=(bucket,))
+
+
+def test_a_reference_to_a_stored_secret_compares_by_its_hash_and_creates_its_consumer() -> None:
+    assert BUCKET.hints["ApiKey"].opaque
+    bucket = stored("K1", "T::Storage::Bucket", "b", {"Name": "b", "ApiKey": HASHED_KEY})
+    consumer = resource("c", "T::Test::Item", {"Ref": res("b", "T::Storage::Bucket", "ApiKey")})
+    [created] = apply(consumer, stored_resources=(bucket,)).resources  # not refused as "a hash given"
+    assert created.operation == "create" and created.desired["Ref"]["$hashed"]
+    kept = stored("K2", "T::Test::Item", "c", {"Ref": {**ref("K1", "ApiKey"), **HASHED_KEY}})
+    assert apply(consumer, stored_resources=(bucket, kept)).resources == []
+    other = values.hashed_secret("another")
+    changed = stored("K1", "T::Storage::Bucket", "b", {"Name": "b", "ApiKey": other})
+    [update] = apply(consumer, stored_resources=(changed, kept)).resources
+    assert update.operation == "update"
