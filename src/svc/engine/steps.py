@@ -110,8 +110,8 @@ def _identified(properties: Json | None, identifier: str) -> str:
 
 def _as_read(prior: Json) -> Json:
     """The stored state as a read would return it, for a write that made no plugin call: a secret, stored only
-    as its hash, is None (unknown), so that the merge keeps what the user gave and it is hashed once; its hash
-    taken for its value was hashed again, and the secret then never compared equal."""
+    as its hash, is None (unknown), so that the merge keeps what the user gave and it is hashed once (its hash
+    taken for its value would be hashed again, and the secret would never compare equal)."""
     return values.map_envelopes(prior, lambda envelope: None if envelope.get("$hashed") else values.plain(envelope))
 
 
