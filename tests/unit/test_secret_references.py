@@ -11,8 +11,10 @@ from svc.engine.planner import Catalog, PlanRequest, plan
 from svc.schema.model import Schema
 
 HASHED_KEY = values.hashed_secret("k3y")
-VAULT_SCHEMA = {"Identifier": "$.Id", "Fields": ["Name", "Db"], "OpaquePaths": ["Db.Password"],
-                "Hints": {"Name": {}, "Db": {}, "Db.Host": {}, "Db.Password": {"Opaque": True}}}
+VAULT_SCHEMA = {"Identifier": "$.Id", "Fields": ["Name", "Db", "Routes"],
+                "OpaquePaths": ["Db.Password", "Routes.*.Key"],
+                "Hints": {"Name": {}, "Db": {}, "Db.Host": {}, "Db.Password": {"Opaque": True}, "Routes": {},
+                          "Routes.Key": {"Opaque": True}}}
 CATALOG = Catalog(frozenset({"T"}), {**TYPES, "T::App::Vault": Schema.model_validate(VAULT_SCHEMA)})
 
 
@@ -58,3 +60,11 @@ def test_a_reference_to_a_stored_secret_compares_by_its_hash_and_creates_its_con
     changed = stored("K1", "T::Storage::Bucket", "b", {"Name": "b", "ApiKey": other})
     [update] = apply(consumer, stored_resources=(changed, kept)).resources
     assert update.operation == "update"
+
+
+def test_a_forma_from_an_older_svc_takes_the_installed_plugin_s_opaque_paths() -> None:
+    older = {**vault(), "Schema": {k: v for k, v in VAULT_SCHEMA.items() if k != "OpaquePaths"}}
+    [change] = apply(older).resources  # its dotted hints cannot tell that Routes is a mapping
+    assert change.schema["OpaquePaths"] == ["Db.Password", "Routes.*.Key"]
+    [own] = apply(vault()).resources
+    assert own.schema["OpaquePaths"] == ["Db.Password", "Routes.*.Key"]

@@ -60,6 +60,14 @@ def _schema_of(resource: ResourceVersion) -> Schema:
     return Schema.model_validate(resource.document.get("Schema") or {"Identifier": ""})
 
 
+def _with_opaque_paths(schema: Schema, installed: Schema | None) -> Schema:
+    """A forma evaluated by an older svc names no opaque paths (its dotted hints cannot tell a mapping's keys):
+    the installed plugin's say where the secrets are. A schema that names them is taken as it is."""
+    if schema.opaque_paths or installed is None or not installed.opaque_paths:
+        return schema
+    return schema.model_copy(update={"opaque_paths": installed.opaque_paths})
+
+
 class _Apply:
     def __init__(self, request: PlanRequest, inventory: Inventory, catalog: Catalog, new_id: Callable[[], str]):
         assert request.forma is not None
@@ -171,6 +179,7 @@ class _Apply:
         for d in desired:
             schema = self.catalog.types.get(d.resource.type) or d.resource.schema_
             schema = d.resource.schema_ if d.resource.schema_.identifier else schema
+            schema = _with_opaque_paths(schema, self.catalog.types.get(d.resource.type))
             entries[d.ksuid] = self._forma_entry(d, schema, changing)
         # Stored resources of the stacks on a replaced target that the forma does not name move with it.
         for label in self.replaced_targets:
