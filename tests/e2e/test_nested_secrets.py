@@ -119,8 +119,8 @@ def test_nested_secrets_are_sent_as_themselves_stored_hashed_and_compared_by_has
     created = answers.apply(forma)
     assert created.returncode == 0, created.stdout + created.stderr
     _, cloud = the_vault(world)  # the plugin was given each secret itself
-    assert cloud["Database"]["Password"] == SECRETS["db"] and cloud["Database"]["Replica"]["Password"] == SECRETS[
-        "replica"]
+    assert cloud["Database"]["Password"] == SECRETS["db"]
+    assert cloud["Database"]["Replica"]["Password"] == SECRETS["replica"]
     assert cloud["Users"][0]["Token"] == SECRETS["token"] and cloud["Routes"]["api"]["Key"] == SECRETS["route"]
     assert cloud["Env"] == {"DB_URL": SECRETS["env"]}
     [(_, consumer)] = world.cloud_labels("FAKE::Test::Item").items()
