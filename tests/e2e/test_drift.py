@@ -120,3 +120,55 @@ def test_a_hand_edit_is_synchronized_shown_refused_and_reverted(site: Site) -> N
     again = site.apply()
     assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
     assert httpx.get(f"{site.api}/stacks/web/drift").json() == {"ModifiedResources": []}
+
+
+NOTE = '''\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@local/local.pkl" as lcl
+import "@local/fs.pkl"
+
+forma {
+  new svc.Stack { label = "notes" }
+  new svc.Target { label = "notes-disk"; config = new lcl.Config { root = "%s" } }
+  new fs.File { label = "today"; path = "notes/today.txt"; content = "%s" }
+}
+'''
+
+
+def test_a_hand_edit_an_update_finds_is_drift_until_the_forma_says_it(site: Site) -> None:
+    """Issue 24 item 8: an update that stops because its file changed outside svc since it was planned stores
+    that change as drift like a synchronization pass would: listed, and the next reconcile is refused."""
+    forma = site.forma.parent / "notes.pkl"
+
+    def reconcile(content: str, *extra: str) -> Any:
+        forma.write_text(NOTE % (site.root, content))
+        return site.svc("apply", "--mode", "reconcile", str(forma), "--yes", "--wait", *extra)
+
+    created = reconcile("teal\\n")
+    assert created.returncode == 0, created.stdout + created.stderr
+    note = site.root / "notes" / "today.txt"
+    note.write_text("red\n")  # by hand, and no synchronization pass has seen it
+
+    stopped = reconcile("navy\\n")  # the agent reads the file before writing it
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert "changed outside svc since it was planned" in stopped.stdout + stopped.stderr
+    assert note.read_text() == "red\n"
+    drift = httpx.get(f"{site.api}/stacks/notes/drift", timeout=30)
+    assert drift.status_code == 200, drift.text
+    [modified] = drift.json()["ModifiedResources"]
+    assert (modified["Label"], modified["PatchDocument"]) == (
+        "today", [{"op": "replace", "path": "/Content", "value": "red\n"}])
+
+    refused = reconcile("navy\\n")
+    assert refused.returncode == 1 and refused.stderr.startswith("Error: reconcile refused"), refused.stderr
+    assert "update  today (LOCAL::FS::File)" in refused.stdout, refused.stdout
+    assert note.read_text() == "red\n"  # the hand edit is not overwritten
+
+    # The forma saying what is there absorbs it (the stack's new baseline); then the forma is the truth again.
+    absorbed = reconcile("red\\n")
+    assert absorbed.returncode == 0 and "No changes needed" in absorbed.stdout, absorbed.stdout + absorbed.stderr
+    assert httpx.get(f"{site.api}/stacks/notes/drift", timeout=30).json() == {"ModifiedResources": []}
+    changed = reconcile("navy\\n")
+    assert changed.returncode == 0, changed.stdout + changed.stderr
+    assert note.read_text() == "navy\n"

@@ -239,8 +239,28 @@ def test_update_rejected_when_the_cloud_changed_since_planning(env: Env):
         view = await applied(engine, env.forma(item("a", "2")), mode="patch")
         [update] = view.ResourceUpdates
         assert (update.State, view.State) == ("Rejected", "Failed") and "outside svc" in update.ErrorMessage
-        assert env.datastore.list_resources().items[0].properties["Value"] == "oob"
+        [stored] = env.datastore.list_resources().items
+        assert stored.properties["Value"] == "oob"
         assert env.cloud.get(native_a)["properties"]["Value"] == "oob"
+        # Stored as synchronization stores a change outside svc (issue 24 item 8): it is drift.
+        assert env.datastore.get_command(stored.command_id).command == "sync"
+        with pytest.raises(errors.ReconcileRejected):
+            await engine.apply(ApplyRequest(env.forma(item("a", "2")), "reconcile"), CALLER)
+
+    env.run(scenario)
+
+
+def test_a_read_only_refresh_is_no_change_outside_svc(env: Env):
+    """As synchronization stores it: read-only properties are refreshed in place, no new version, so the update
+    that read them goes on."""
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, env.forma(item("a", "1")))
+        [native_a] = env.cloud.resources()
+        env.cloud.set_property(native_a, "Generation", 7)  # not a field of the type: a read-only property
+        view = await applied(engine, env.forma(item("a", "2")))
+        assert (view.State, view.ResourceUpdates[0].State) == ("Success", "Success")
+        assert env.cloud.get(native_a)["properties"]["Value"] == "2"
+        assert [c.command for c in env.datastore.list_commands(sources=None).items] == ["apply", "apply"]
 
     env.run(scenario)
 

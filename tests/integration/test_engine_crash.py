@@ -1,8 +1,10 @@
-"""Crash recovery: an engine process SIGKILLed at random points of a 200-resource apply, 10 times.
+"""Crash recovery: an engine process SIGKILLed at random points of a 200-resource apply, 10 times; and
+during an apply of updates, each time the cloud acted on a further share of them (``support.crash_loop``).
 
 Each restart resumes the unfinished command (re-attaching to in-flight operations by their persisted
 tokens). At the end every command is terminal, the inventory equals the FAKE cloud, no native id is
-duplicated and the cloud holds nothing the inventory does not know (no orphans).
+duplicated and the cloud holds nothing the inventory does not know (no orphans); what the killed engine
+wrote is never taken for a change outside svc.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from svc_plugin_fake import FakeCloud
 
+from support.crash_loop import run_crash_loop
 from support.engine import fake_forma, item
 from support.engine_worker import _config
 from svc.datastore import open_datastore
@@ -89,3 +92,15 @@ def test_sigkill_mid_apply_ten_times_then_everything_is_consistent(tmp_path: Pat
         assert len(cloud.calls("create")) == CHAINS * DEPTH
     finally:
         store.close()
+
+
+def test_sigkill_loop_during_updates_then_the_resumed_command_succeeds(tmp_path: Path):
+    """Issue 24 item 13: the writes a killed engine made (or may have made) are its own, never a change
+    outside svc. Each kill lands with updates whose write reached the cloud but whose answer was not stored."""
+    size = 60
+    loop = run_crash_loop(tmp_path, size=size, kills=4)
+    unsuccessful = {label: message for label, (state, message) in loop.updates.items() if state != "Success"}
+    assert unsuccessful == {}
+    assert loop.state == "Success" and loop.kills == 4
+    assert loop.inventory == loop.cloud
+    assert {label: value for label, (_, value) in loop.cloud.items()} == {f"r{i}": f"v1-{i}" for i in range(size)}

@@ -4,19 +4,16 @@ it (never a secret's value)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import jsonpatch
 import pytest
 
 from support.planning import CATALOG, forma, inventory, new_id, resource, stored
 from svc.cli.drift import patch_lines
-from svc.datastore import ResourceVersion
 from svc.engine import errors, values
 from svc.engine.drift import drift_patch, observed
+from svc.engine.observed import observed_state
 from svc.engine.planner import Modification, PlanRequest, plan
 from svc.engine.steps import merge
-from svc.engine.sync import observed_state
 from svc.schema.model import Schema
 
 REF = "svc://2YaaaaaaaaaaaaaaaaaaaaaaaaA#/Path"
@@ -58,20 +55,14 @@ SCHEMA = Schema.model_validate({
     "Hints": {"Password": {"WriteOnly": True}, "ApiKey": {"Opaque": True}}})
 
 
-def version(properties: dict) -> ResourceVersion:
-    return ResourceVersion(ksuid="k", version="v", operation="update", type="T", label="l", stack="s", target="t",
-                           native_id="n", managed=True, properties=properties, read_only_properties={}, document={},
-                           command_id=None, valid_from=datetime.now(UTC), current=True, deleted=False)
-
-
 def test_a_read_stores_no_write_only_value_and_hashes_secrets() -> None:
     kept = {"Name": "a", "Password": values.hashed_secret("pw"), "ApiKey": values.hashed_secret("key")}
-    unchanged, read_only = observed_state(version(kept), SCHEMA, {"Name": "a", "ApiKey": "key", "Id": "n"})
+    unchanged, read_only = observed_state(kept, SCHEMA, {"Name": "a", "ApiKey": "key", "Id": "n"})
     assert unchanged == kept and read_only == {"Id": "n"}
     # a provider that echoes a write-only field (or a placeholder for it) changes nothing
-    echoed, _ = observed_state(version(kept), SCHEMA, {"Name": "a", "ApiKey": "key", "Password": "****"})
+    echoed, _ = observed_state(kept, SCHEMA, {"Name": "a", "ApiKey": "key", "Password": "****"})
     assert echoed == kept
-    rotated, _ = observed_state(version(kept), SCHEMA, {"Name": "a", "ApiKey": "new-key"})
+    rotated, _ = observed_state(kept, SCHEMA, {"Name": "a", "ApiKey": "new-key"})
     assert rotated["ApiKey"] == values.hashed_secret("new-key") and "new-key" not in str(rotated)
 
 

@@ -328,8 +328,8 @@ class Engine:
                                       {"ConflictingCommands": [view.to_json() for view in found]})
 
     def _launch(self, command_id: str, graph, nodes: dict[str, Node],  # type: ignore[no-untyped-def]
-                command: CommandRecord | None = None) -> CommandRun:
-        steps = Steps(command_id, self.store, self.writer, self.runners, self.policy)
+                command: CommandRecord | None = None, *, recovered: bool = False) -> CommandRun:
+        steps = Steps(command_id, self.store, self.writer, self.runners, self.policy, recovered=recovered)
         run = CommandRun(command_id, graph, nodes, self.store, steps, self.limits, self._finish, self.writer,
                          in_progress_stored=command is not None and command.state == CommandState.IN_PROGRESS,
                          detached=self._detached)
@@ -478,7 +478,7 @@ class Engine:
             return
         log.info("resuming command %s (%d of %d changes unfinished)", command.id,
                  sum(node.state not in TERMINAL_UPDATE_STATES for node in nodes.values()), len(nodes))
-        self._launch(command.id, build_graph(node.change for node in nodes.values()), nodes, command)
+        self._launch(command.id, build_graph(node.change for node in nodes.values()), nodes, command, recovered=True)
 
 
 def change_of_unsealed(record: ResourceUpdateRecord) -> ResourceChange:

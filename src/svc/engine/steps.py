@@ -20,15 +20,16 @@ from svc.datastore.records import ResourceWrite, StoreOutcome, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine import values
 from svc.engine.ledger import UpdateData, utcnow
+from svc.engine.observed import SyncCommand, merge, observed_state, record_read
 from svc.engine.operations import Attempt, Guard, RetryPolicy, Step, drive, read
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.diff import generate_patch
-from svc.engine.planner.patch import _same
 from svc.engine.resolve import Producer, ResolveError, Resolver
 from svc.engine.schemas import fields_of, opaque_fields_of, schema_of
 from svc.engine.writer import BatchWriter
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode, Progress, Status
+from svc.schema.model import Schema
 
 log = logging.getLogger("svc.engine")
 Json = dict[str, Any]
@@ -56,35 +57,6 @@ class _Deferred:
     data: UpdateData
     started: datetime
     due: float  # on the event loop's clock
-
-
-def merge(user: Any, plugin: Any) -> Any:
-    """The provider's value in the user's structure (engine.md §3.8): envelopes kept with fresh values,
-    user-only keys kept (write-only fields survive a read-back).
-
-    A template keeps its parts; when the provider's value is not what they assemble to (changed out of
-    band), the template also holds that value as ``$value``, which is then its value (``values.assemble``)
-    until a write makes the two agree again. So an out-of-band edit of a templated or referenced field
-    changes the stored state (a new version) like any other field."""
-    if values.is_embed(user):
-        if plugin is None or plugin == "":
-            return user
-        template = {k: v for k, v in user.items() if k != "$value"}
-        return template if values.assemble(template) == plugin else {**template, "$value": plugin}
-    if values.is_ref(user) or values.is_value(user) or values.is_res(user):
-        if plugin is None or plugin == "":
-            return user
-        refreshed = {k: v for k, v in user.items() if k != "$hashed"}
-        refreshed["$value"] = plugin
-        return refreshed
-    if isinstance(user, dict) and isinstance(plugin, dict):
-        out = dict(plugin)
-        for key, value in user.items():
-            out[key] = merge(value, plugin[key]) if key in plugin else value
-        return out
-    if isinstance(user, list) and isinstance(plugin, list) and len(user) == len(plugin):
-        return [merge(u, p) for u, p in zip(user, plugin, strict=True)]
-    return user if plugin is None else plugin
 
 
 def _strip_empty(value: Any) -> Any:
@@ -115,20 +87,28 @@ def _as_read(prior: Json) -> Json:
     return values.map_envelopes(prior, lambda envelope: None if envelope.get("$hashed") else values.plain(envelope))
 
 
-def _changed_out_of_band(change: ResourceChange, observed: ResourceWrite) -> bool:
-    """Whether the state a read found (as ``Steps.resource_write`` stores it, over the change's prior) differs
-    from the prior state the change was planned against."""
-    prior = change.prior or {}
-    return not (_same(values.plain(observed.properties), values.plain(prior))
-                and _same(observed.read_only_properties, change.prior_read_only))
+def _changed_out_of_band(change: ResourceChange, schema: Schema, read_back: Json) -> bool:
+    """Whether a read differs from the state the change was planned against, as synchronization compares them
+    (``observed_state``: what it would store is what is compared)."""
+    properties, read_only = observed_state(change.prior or {}, schema, read_back)
+    return properties != (change.prior or {}) or read_only != change.prior_read_only
+
+
+def _written(change: ResourceChange, schema: Schema, resolved: Json, read_back: Json) -> bool:
+    """Whether a read shows what this update writes: the update, planned against it, would change nothing."""
+    landed, _ = observed_state(resolved, schema, read_back)
+    return generate_patch(landed, resolved, schema, exact=change.exact).empty
 
 
 class Steps:
     """Executes changes of one command; ``save`` persists an update's state and data (fenced)."""
 
     def __init__(self, command_id: str, store: Datastore, writer: BatchWriter, runners: dict[str, PluginRunner],
-                 policies: Callable[[str], RetryPolicy]) -> None:
+                 policies: Callable[[str], RetryPolicy], *, recovered: bool = False) -> None:
         self.command_id = command_id
+        # Resumed after a restart: an agent before it may have made any unfinished change's first call (with the
+        # token derived from the change, its start not always stored: ``_record``).
+        self.recovered = recovered
         self.store = store
         self.writer = writer
         self.started: set[str] = set()  # changes whose start is stored (the first save of an attempt)
@@ -351,17 +331,26 @@ class Steps:
         runner = self.runner(change.namespace)
         policy = self.policies(change.namespace)
         attempt, resuming = self._attempt(change, data, "update", resume)
+        resolved: Json | None = None
         if not resuming:
             found = await read(runner, self.call(change), change.native_id or "", values.redact(
                 prior, opaque_fields_of(change.schema)), policy, not_found_ok=False, step=step)
             if found.error_code is not None:
                 return Outcome(UpdateState.FAILED, found.message or str(found.error_code))
-            observed = self.resource_write(change, prior, found.properties or {}, change.native_id or "")
-            if _changed_out_of_band(change, observed):
-                return Outcome(UpdateState.REJECTED, "the resource changed outside svc since it was planned; its "
-                                                     "current state is now stored: apply again to plan against it",
-                               resource=observed)
-        resolved = await self._resolver().resolve(change.desired or {})
+            read_back = found.properties or {}
+            if _changed_out_of_band(change, schema, read_back):
+                if self.recovered:
+                    resolved = await self._resolver().resolve(change.desired or {})
+                if resolved is not None and _written(change, schema, resolved, read_back):
+                    # What an agent before the restart wrote with this very call: the plugin answers from that
+                    # call by its token (or, if the call never reached it, gets it now with the same token).
+                    resuming = True
+                elif await self._record_read(change, schema, read_back):
+                    return Outcome(UpdateState.REJECTED, "the resource changed outside svc since it was planned; "
+                                                         "what it is now is stored as drift: put the change in the "
+                                                         "forma (svc extract) or apply with --force to overwrite it")
+        if resolved is None:
+            resolved = await self._resolver().resolve(change.desired or {})
         patch = generate_patch(prior, resolved, schema, exact=change.exact)
         if patch.create_only:
             return Outcome(UpdateState.FAILED, "a create-only field would change once references are resolved ("
@@ -386,6 +375,20 @@ class Steps:
                                    not_found_ok=False)).properties or {}
         return Outcome(UpdateState.SUCCESS, progress.message, resource=self.resource_write(
             change, resolved, returned, progress.native_id or change.native_id or ""))
+
+    async def _record_read(self, change: ResourceChange, schema: Schema, read_back: Json) -> bool:
+        """Stores what the read before an update found, as synchronization stores it; whether the stored state is
+        now another than the one the change was planned against (a change outside svc, stored now or by a
+        synchronization pass since the plan; a refresh of read-only properties alone is no new state)."""
+        command = SyncCommand(self.store)  # one, however often an outage makes the work run again
+
+        def work() -> bool:
+            stored = self.store.get_resource(change.ksuid)
+            if stored is None:
+                return False
+            return record_read(command, stored, schema, read_back) is not None or stored.properties != change.prior
+
+        return await patiently(work)
 
     async def delete(self, change: ResourceChange, data: UpdateData, resume: bool, step: Step) -> Outcome:
         runner = self.runner(change.namespace)

@@ -1,7 +1,7 @@
 """One synchronization pass: read every resource the agent knows and store what changed outside svc.
 
 * A resource whose read differs from its stored state gets a new version, written by a ``sync`` command
-  (so the reconcile drift gate sees it): the read is merged into the user's structure (``steps.merge``:
+  (so the reconcile drift gate sees it): the read is merged into the user's structure (``observed.merge``:
   references and templates keep their envelopes with the value read), write-only fields are not taken
   from the read (a provider never returns them faithfully), secrets are stored hashed, and an unchanged
   secret hashes to what is stored, so it never makes a new version by itself.
@@ -29,28 +29,17 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
-from svc.datastore.records import (
-    CommandRecord,
-    CommandState,
-    ResourceVersion,
-    ResourceWrite,
-    TargetRecord,
-    every_item,
-)
+from svc.datastore.records import ResourceVersion, ResourceWrite, TargetRecord, every_item
 from svc.engine import values
 from svc.engine.discovery_filters import MatchFilter, excluded
 from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import PAGE, Engine
-from svc.engine.ledger import utcnow
+from svc.engine.observed import SyncCommand, observed_write
 from svc.engine.operations import read
 from svc.engine.schemas import schema_of
-from svc.engine.steps import merge
-from svc.ids import new_id
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode
 from svc.schema.model import Schema
@@ -71,17 +60,6 @@ def busy_stacks(store: Datastore) -> set[str]:
             busy |= {u.stack_label for u in every_item(lambda c, i=command.id: store.get_resource_updates(
                 i, cursor=c, limit=PAGE))}
     return busy
-
-
-def observed_state(resource: ResourceVersion, schema: Schema, read_back: dict[str, Any]
-                   ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(properties, read-only properties) to store for ``resource`` after a read returned ``read_back``."""
-    fields = set(schema.fields)
-    write_only = {key for key, hint in schema.hints.items() if hint.write_only and "." not in key}
-    writable = {k: v for k, v in read_back.items() if (not fields or k in fields) and k not in write_only}
-    read_only = {k: v for k, v in read_back.items() if fields and k not in fields and k not in write_only}
-    properties = values.hash_secrets(merge(dict(resource.properties), writable), opaque_fields(schema))
-    return properties, read_only
 
 
 @dataclass
@@ -108,7 +86,7 @@ class SyncPass:
         self.evicting: dict[str, tuple[MatchFilter, ...]] = {
             namespace.upper(): tuple(f for f in settings.filters if f.conditions)
             for namespace, settings in (discovery or {}).items()}
-        self.command_id: str | None = None
+        self.command = SyncCommand(self.store)
         self.tally = Tally()
         self._writes: list[tuple[ResourceWrite, ResourceVersion]] = []
         self._deletes: list[ResourceVersion] = []
@@ -152,14 +130,10 @@ class SyncPass:
                                                result.properties):
             self._evictions.append(resource)
         else:
-            properties, read_only = observed_state(resource, schema, result.properties)
-            if properties == resource.properties and read_only == resource.read_only_properties:
+            write = observed_write(resource, schema, result.properties)
+            if write is None:
                 return
-            self._writes.append((ResourceWrite(
-                type=resource.type, label=resource.label, stack=resource.stack, target=resource.target,
-                properties=properties, managed=resource.managed, native_id=resource.native_id, ksuid=resource.ksuid,
-                read_only_properties=read_only, document=dict(resource.document), if_version=resource.version),
-                resource))
+            self._writes.append((write, resource))
         if len(self._writes) + len(self._deletes) + len(self._evictions) >= BATCH and not self._flushing.locked():
             await self.flush()
 
@@ -186,8 +160,9 @@ class SyncPass:
         deletes = [r for r in deletes if r.stack not in busy]
         if not writes and not deletes and not evictions:
             return
-        command_id = self._command()
-        for write, outcome in zip((w for w, _ in writes), self._store(writes, command_id), strict=True):
+        command_id = self.command.command_id()
+        for write, outcome in zip((w for w, _ in writes), self.command.store_versions([w for w, _ in writes]),
+                                  strict=True):
             if outcome is not None and outcome.changed and outcome.version != write.if_version:
                 self.tally.versions += 1
         for resource in deletes:
@@ -199,42 +174,9 @@ class SyncPass:
                                           if_version=resource.version).changed:
                 self.tally.evicted += 1
 
-    def _store(self, writes: list[tuple[ResourceWrite, ResourceVersion]], command_id: str) -> list[Any]:
-        batch = [write for write, _ in writes]
-        try:
-            return list(self.store.store_resources(batch, command_id=command_id))
-        except DatastoreUnavailable:
-            raise  # the whole flush waits for the datastore
-        except Exception:  # noqa: BLE001 - one bad write (e.g. a native id now owned by another) fails alone
-            outcomes: list[Any] = []
-            for write in batch:
-                try:
-                    outcomes.append(self.store.store_resource(write, command_id=command_id))
-                except DatastoreUnavailable:
-                    raise
-                except Exception as error:  # noqa: BLE001
-                    log.warning("synchronization could not store %s/%s: %s", write.stack, write.label, error)
-                    outcomes.append(None)
-            return outcomes
-
-    def _command(self) -> str:
-        """The sync command the versions are recorded under, stored on first use."""
-        if self.command_id is None:
-            command_id = new_id()
-            self.store.put_command(CommandRecord(
-                id=command_id, command="sync", state=CommandState.IN_PROGRESS, start_ts=utcnow(),
-                source="synchronizer", client_id="synchronizer"))
-            self.command_id = command_id  # once stored: a write that failed (an outage) stores it when run again
-        return self.command_id
-
     def finish(self) -> str | None:
-        if self.command_id is None:
-            return None
-        if not (self.tally.versions or self.tally.deleted or self.tally.evicted):  # only in-place read-only refreshes
-            self.store.delete_command(self.command_id)
-            return None
-        self.store.set_command_state(self.command_id, CommandState.SUCCESS, end_ts=utcnow())
-        return self.command_id
+        # A pass that made only in-place read-only refreshes leaves no command.
+        return self.command.finish(recorded=bool(self.tally.versions or self.tally.deleted or self.tally.evicted))
 
 
 async def synchronize(engine: Engine, discovery: Mapping[str, PluginDiscovery] | None = None) -> str | None:
