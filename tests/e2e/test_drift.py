@@ -165,8 +165,10 @@ def test_a_hand_edit_an_update_finds_is_drift_until_the_forma_says_it(site: Site
     assert "update  today (LOCAL::FS::File)" in refused.stdout, refused.stdout
     assert note.read_text() == "red\n"  # the hand edit is not overwritten
 
-    # The forma saying what is there absorbs it (the stack's new baseline); then the forma is the truth again.
-    absorbed = reconcile("red\\n")
+    # Extracted, the stack as it is absorbs it (the stack's new baseline); then the forma is the truth again.
+    extracted = forma.parent / "notes-now.pkl"
+    assert site.svc("extract", "--query", "stack:notes", str(extracted)).returncode == 0
+    absorbed = site.svc("apply", "--mode", "reconcile", str(extracted), "--yes", "--wait")
     assert absorbed.returncode == 0 and "No changes needed" in absorbed.stdout, absorbed.stdout + absorbed.stderr
     assert httpx.get(f"{site.api}/stacks/notes/drift", timeout=30).json() == {"ModifiedResources": []}
     changed = reconcile("navy\\n")
