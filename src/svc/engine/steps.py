@@ -3,6 +3,11 @@
 Order of writes closes the crash windows: the attempt (token) is stored before a call (except a first
 attempt's, whose token a restarted agent derives again: its InProgress write comes only if the call lasts);
 on success the resource state is stored before the update is marked done, so a later command never misses it.
+
+An update reads its resource first. A read that differs from the state it was planned against is a change
+outside svc, stored as synchronization stores one (``observed``: drift) and the update Rejected, unless the
+command was resumed after a restart and the read shows what the update writes: that is the agent's own first
+call, whose start may never have been stored, and the update re-attaches to it by its token.
 """
 
 from __future__ import annotations
