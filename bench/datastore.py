@@ -35,7 +35,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from svc.config.model import DatastoreConfig
-from svc.datastore import Datastore, ResourceWrite, open_datastore, parse_query
+from svc.datastore import Datastore, open_datastore, parse_query
+from svc.model.records import ResourceWrite
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.rdsdata import RdsDataStandIn, temporary_database  # noqa: E402 (the stand-in lives with the tests)

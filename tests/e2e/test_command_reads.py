@@ -16,8 +16,9 @@ import pytest
 from support.fake_world import World, chain, fake_world
 from support.processes import isolated_home
 from svc.config.model import DatastoreConfig
-from svc.datastore import CommandRecord, open_datastore
+from svc.datastore import open_datastore
 from svc.ids import new_id
+from svc.model.records import CommandRecord
 
 
 @dataclass

@@ -11,7 +11,8 @@ import pytest
 from support.pgcluster import PgCluster
 from support.processes import run_svc
 from svc.config.model import DatastoreConfig
-from svc.datastore import ResourceWrite, open_datastore
+from svc.datastore import open_datastore
+from svc.model.records import ResourceWrite
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,9 @@ import pytest
 
 from support.processes import Agent, run_svc
 from svc.config.model import DatastoreConfig
-from svc.datastore import (
-    CommandRecord,
-    Datastore,
-    PolicyWrite,
-    ResourceWrite,
-    TargetWrite,
-    open_datastore,
-)
+from svc.datastore import Datastore, open_datastore
 from svc.ids import new_id
+from svc.model.records import CommandRecord, PolicyWrite, ResourceWrite, TargetWrite
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 NET_SCHEMA = {"Identifier": "Name", "Fields": ["Name", "Cidr"], "Hints": {"Name": {"CreateOnly": True}}}

@@ -18,12 +18,12 @@ from svc.datastore import (
     DatastoreConfigError,
     DatastoreError,
     DatastoreUnavailable,
-    ResourceWrite,
     open_datastore,
     parse_query,
 )
 from svc.datastore import aurora as aurora_backend
 from svc.datastore.dataapi_transport import RetryPolicy
+from svc.model.records import ResourceWrite
 
 PREFIX = "agent.datastore.auroraDataAPI"
 BUCKET = "AWS::S3::Bucket"

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from svc.datastore import ConflictError, Datastore, InvalidCursorError, ResourceWrite, parse_query
+from svc.datastore import ConflictError, Datastore, InvalidCursorError, parse_query
 from svc.ids import new_id
+from svc.model.records import ResourceWrite
 
 BUCKET = "AWS::S3::Bucket"
 

@@ -13,24 +13,13 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from svc.config.model import DatastoreConfig
-from svc.datastore import (
-    COMMAND_FIELDS,
-    CommandRecord,
-    ConflictError,
-    Datastore,
-    NotFoundError,
-    PolicyWrite,
-    ResourceUpdateRecord,
-    TargetFilter,
-    TargetWrite,
-    open_datastore,
-    parse_query,
-)
+from svc.datastore import COMMAND_FIELDS, ConflictError, Datastore, NotFoundError, open_datastore, parse_query
 from svc.datastore.migrate import head_revision, migrate
 from svc.datastore.sql_store import SqlDatastore
 from svc.datastore.tables import metadata
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.ids import new_id
+from svc.model.records import CommandRecord, PolicyWrite, ResourceUpdateRecord, TargetFilter, TargetWrite
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

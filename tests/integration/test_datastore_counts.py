@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from svc.datastore import CommandRecord, Datastore, ResourceWrite, TargetWrite
+from svc.datastore import Datastore
 from svc.ids import new_id
+from svc.model.records import CommandRecord, ResourceWrite, TargetWrite
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from svc.datastore import Datastore
-from svc.datastore.records import CommandRecord, ResourceUpdateRecord
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.ids import new_id
+from svc.model.records import CommandRecord, ResourceUpdateRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

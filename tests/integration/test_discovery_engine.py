@@ -22,7 +22,7 @@ from svc.engine.discovery_filters import LabelRules
 from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import Engine
 from svc.engine.service import ApplyRequest, Caller
-from svc.forma.model import Forma
+from svc.model.forma import Forma
 
 pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite", "postgres"], indirect=True)
 

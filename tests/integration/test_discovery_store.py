@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from svc.datastore import Datastore
-from svc.datastore.records import ResourceWrite
 from svc.ids import new_id
+from svc.model.records import ResourceWrite
 
 BUCKET = "AWS::S3::Bucket"
 

@@ -24,7 +24,7 @@ from support.crash_loop import run_crash_loop
 from support.engine import fake_forma, item
 from support.engine_worker import _config
 from svc.datastore import open_datastore
-from svc.datastore.records import TERMINAL_COMMAND_STATES
+from svc.model.states import TERMINAL_COMMAND_STATES
 
 TESTS = Path(__file__).resolve().parents[1]
 CHAINS, DEPTH, KILLS = 20, 10, 10

@@ -20,7 +20,7 @@ from svc.engine.engine import Engine
 from svc.engine.errors import ReconcileRejected
 from svc.engine.reconciler import AutoReconciler
 from svc.engine.service import ApplyRequest, Caller
-from svc.forma.model import Forma
+from svc.model.forma import Forma
 
 CALLER = Caller("client-1")
 TIMEOUT = 60

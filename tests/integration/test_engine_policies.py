@@ -13,13 +13,14 @@ import pytest
 from svc_plugin_fake import FakeCloud
 
 from support.engine import fake_forma, item, resource, run_with_engine
-from svc.datastore import Datastore, PolicyWrite
+from svc.datastore import Datastore
 from svc.engine.engine import Engine
 from svc.engine.expiry import StackExpirer
 from svc.engine.policies import effective_policies, policies_in_force
 from svc.engine.reconciler import AutoReconciler, baseline
 from svc.engine.service import ApplyRequest, Caller
-from svc.forma.model import Forma
+from svc.model.forma import Forma
+from svc.model.records import PolicyWrite
 
 CALLER = Caller("client-1")
 TIMEOUT = 60

@@ -29,7 +29,7 @@ from support.engine import fake_forma, item
 from support.engine_process import EngineProcesses
 from support.engine_worker import _config
 from svc.datastore import open_datastore
-from svc.datastore.records import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
+from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
 
 LABELS = ("a", "b", "c", "d")
 TIMEOUT = 60

@@ -16,7 +16,7 @@ from svc_plugin_fake import FakeCloud
 
 from support.engine import fake_forma, item, resource, run_with_engine, running
 from svc.config import load_config
-from svc.datastore import Datastore, ResourceVersion, ResourceWrite
+from svc.datastore import Datastore
 from svc.engine.build import build_engine
 from svc.engine.discovery import discover
 from svc.engine.discovery_filters import Condition, MatchFilter
@@ -24,6 +24,7 @@ from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import Engine
 from svc.engine.service import ApplyRequest, Caller
 from svc.engine.sync import SyncPass, synchronize
+from svc.model.records import ResourceVersion, ResourceWrite
 
 CALLER = Caller("client-1")
 TIMEOUT = 60

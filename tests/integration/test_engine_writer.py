@@ -14,10 +14,10 @@ import pytest
 
 from support.records import T0, item_write, stored_command
 from svc.datastore import ConflictError, Datastore, DatastoreUnavailable
-from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.writer import WRITER_NICENESS, BatchWriter, Finished, WriterClosed
 from svc.ids import new_id
+from svc.model.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 
 
 def _write(ksuid: str, native_id: str) -> ResourceWrite:

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from svc.engine import values
 from svc.forma import evaluate_forma
 from svc.forma.extract import ExtractOptions, generate
 from svc.forma.extract_catalog import ExtractError, load_catalog
-from svc.schema.model import Schema
-from svc.schema.opaque import opaque_fields
+from svc.model import values
+from svc.model.opaque import opaque_fields
+from svc.model.schema import Schema
 
 FORMAS = Path(__file__).parent.parent / "fixtures" / "formas"
 Json = dict[str, Any]

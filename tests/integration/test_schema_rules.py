@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from svc.engine import values
 from svc.forma import FormaError, evaluate_forma, pkl_text
+from svc.model import values
 
 HEAD = """
 extends "@svc/forma.pkl"

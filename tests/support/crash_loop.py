@@ -22,7 +22,8 @@ from support.engine import fake_forma, item
 from support.engine_process import EngineProcesses
 from support.engine_worker import _config
 from svc.datastore import open_datastore
-from svc.datastore.records import TERMINAL_COMMAND_STATES, every_item
+from svc.model.records import every_item
+from svc.model.states import TERMINAL_COMMAND_STATES
 
 CHAIN = 10  # resources per chain: each refers to the one before, so a failure would fail its dependents
 TIMEOUT = 300.0

@@ -18,11 +18,11 @@ from svc.engine.engine import Engine, EngineSettings, PluginLimits
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.sealing import Sealer
-from svc.forma.model import Forma
+from svc.model.forma import Forma
+from svc.model.schema import Schema
 from svc.plugins.installed import installed_plugins
 from svc.plugins.runner import InProcessRunner
 from svc.schema.extract import extract_descriptors
-from svc.schema.model import Schema
 
 FAST_RETRY = RetryPolicy(max_retries=3, retry_delay=0.01, status_interval=0.01, call_timeout=5.0)
 

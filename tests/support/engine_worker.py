@@ -27,7 +27,7 @@ from svc.engine.engine import Engine
 from svc.engine.errors import EngineError
 from svc.engine.operations import RetryPolicy
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest
-from svc.forma.model import Forma
+from svc.model.forma import Forma
 
 CALLER = Caller("crash-test")
 

@@ -6,10 +6,10 @@ import itertools
 from datetime import UTC, datetime
 from typing import Any
 
-from svc.datastore.records import ResourceVersion, StackRecord, TargetRecord
 from svc.engine.planner import Catalog, Inventory
-from svc.forma.model import Forma
-from svc.schema.model import Schema
+from svc.model.forma import Forma
+from svc.model.records import ResourceVersion, StackRecord, TargetRecord
+from svc.model.schema import Schema
 
 _ids = itertools.count(1)
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

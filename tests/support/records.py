@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from svc.datastore import Datastore
-from svc.datastore.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 from svc.ids import new_id
+from svc.model.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

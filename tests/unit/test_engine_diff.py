@@ -6,9 +6,9 @@ import jsonpatch
 import pytest
 
 from support.planning import BUCKET, NETWORK, SERVER
-from svc.engine import values
 from svc.engine.planner.diff import generate_patch, mask_patch
-from svc.schema.model import FieldHint, Schema
+from svc.model import values
+from svc.model.schema import FieldHint, Schema
 
 
 def secret(value: str) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from svc.datastore.records import ResourceWrite, StoreOutcome
 from svc.engine.steps import Steps
+from svc.model.records import ResourceWrite, StoreOutcome
 
 
 def _steps() -> Steps:

@@ -6,7 +6,7 @@ import pytest
 
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import parse_property_flags, property_help_rows
-from svc.forma.model import Property
+from svc.model.forma import Property
 
 PROPERTIES = {
     "name": Property(flag="name"),

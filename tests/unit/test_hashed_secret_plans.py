@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from support.planning import BUCKET, CATALOG, forma, inventory, new_id, resource, stored
-from svc.engine import errors, values
+from svc.engine import errors
 from svc.engine.planner import PlanRequest, plan
-from svc.schema.opaque import OpaqueFields
+from svc.model import values
+from svc.model.opaque import OpaqueFields
 
 SECRET = "s3cret"
 HASHED = {"$value": values.digest(SECRET), "$visibility": "Opaque", "$strategy": "Update", "$hashed": True}

@@ -1,13 +1,13 @@
-"""Where a schema's secrets are, at any depth (``svc.schema.opaque``), and every walk that follows it: hashing
+"""Where a schema's secrets are, at any depth (``svc.model.opaque``), and every walk that follows it: hashing
 for storage, redaction for a plugin's prior state and for logs, the unchanged-secret comparison and the
 patch as it is shown."""
 
 from __future__ import annotations
 
-from svc.engine import values
 from svc.engine.planner.diff import generate_patch, mask_patch
-from svc.schema.model import FieldHint, Schema
-from svc.schema.opaque import NONE, OpaqueFields, opaque_fields
+from svc.model import values
+from svc.model.opaque import NONE, OpaqueFields, opaque_fields
+from svc.model.schema import FieldHint, Schema
 from svc.telemetry.redaction import opaque_strings
 
 PATHS = ("ApiKey", "Database.Password", "Database.Replica.Password", "Users.Token", "Routes.*.Key", "Env.*")

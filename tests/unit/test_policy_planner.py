@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from support.planning import CATALOG, NOW, TYPES, inventory, new_id, stored
-from svc.datastore.records import PolicyRecord
 from svc.engine import errors
 from svc.engine.planner import Inventory, PlanRequest, StoredPolicies, plan
-from svc.forma.model import Forma
+from svc.model.forma import Forma
+from svc.model.records import PolicyRecord
 
 TTL = {"Type": "ttl", "TTLSeconds": 60, "OnDependents": "abort"}
 AUTO = {"Type": "auto-reconcile", "IntervalSeconds": 300}

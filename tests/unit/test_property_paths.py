@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from svc.engine import values
+from svc.model import values
 
 
 @pytest.mark.parametrize(("path", "steps"), [

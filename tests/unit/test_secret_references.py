@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from support.planning import BUCKET, TYPES, forma, inventory, new_id, ref, res, resource, stored
-from svc.engine import errors, values
+from svc.engine import errors
 from svc.engine.planner import Catalog, PlanRequest, plan
-from svc.schema.model import Schema
+from svc.model import values
+from svc.model.schema import Schema
 
 HASHED_KEY = values.hashed_secret("k3y")
 VAULT_SCHEMA = {"Identifier": "$.Id", "Fields": ["Name", "Db", "Routes"],

@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from svc.config.model import OtlpConfig
-from svc.datastore.records import CommandRecord, DatastoreCounts
 from svc.engine.planner.changeset import ResourceChange
-from svc.schema.opaque import OpaqueFields
+from svc.model.opaque import OpaqueFields
+from svc.model.records import CommandRecord, DatastoreCounts
 from svc.telemetry import hooks, traced_command, traced_job, traced_operation
 from svc.telemetry.endpoint import TelemetryError, check_otlp, signal_url
 from svc.telemetry.exporters import metric_exporter, span_exporter, temporality

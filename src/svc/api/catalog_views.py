@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from svc.api import wire
-from svc.datastore import Datastore, PolicyRecord, StackRecord, TargetRecord
+from svc.datastore import Datastore
+from svc.model import wire
+from svc.model.records import PolicyRecord, StackRecord, TargetRecord
 
 _POLICY_PAGE = 200
 

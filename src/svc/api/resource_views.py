@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from svc.api import wire
-from svc.datastore import Datastore, ResourceSummary, ResourceVersion
+from svc.datastore import Datastore
+from svc.model import wire
+from svc.model.records import ResourceSummary, ResourceVersion
 
 _REF = re.compile(r"^[a-z][a-z0-9+.-]*://(?P<ksuid>[0-9A-Za-z]{27})#/?(?P<property>.*)$")
 # Bookkeeping of the engine that means nothing to a reader of the forma.

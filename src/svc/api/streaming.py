@@ -15,7 +15,8 @@ from typing import Any, Generic, TypeVar
 from fastapi.responses import StreamingResponse
 
 from svc.api.deps import in_thread
-from svc.datastore import DatastoreUnavailable, Page
+from svc.datastore import DatastoreUnavailable
+from svc.model.records import Page
 
 T = TypeVar("T")
 log = logging.getLogger("svc.api")

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from svc.api.problems import HttpProblem, bad_request
 from svc.datastore import DESTROY_FIELDS, InvalidQueryError, parse_query
 from svc.engine.service import ApplyRequest, DestroyRequest
-from svc.forma.model import Forma
+from svc.model.forma import Forma
 
 FORM_FIELDS = ("command", "mode", "simulate", "force", "query", "on-dependents", "file")
 FORMA_KEYS = ("Description", "Properties", "Stacks", "Targets", "Policies", "Resources")

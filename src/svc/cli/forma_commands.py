@@ -15,8 +15,9 @@ from typer.core import TyperCommand
 
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
-from svc.forma import FormaError, Property, evaluate_forma, forma_properties
+from svc.forma import FormaError, evaluate_forma, forma_properties
 from svc.forma.project_init import init_project
+from svc.model.forma import Property
 
 project_app = typer.Typer(help="Create and manage Pkl projects of formas.", no_args_is_help=True)
 

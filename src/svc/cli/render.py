@@ -11,9 +11,8 @@ from rich.text import Text
 
 from svc.cli.output import console
 from svc.cli.tables import print_table
+from svc.model.states import TERMINAL_UPDATE_STATES
 
-TERMINAL_COMMAND_STATES = frozenset({"Success", "Failed", "Canceled"})
-TERMINAL_UPDATE_STATES = frozenset({"Success", "Failed", "Canceled", "Rejected"})
 _OPERATION_STYLE = {"create": ("+", "green"), "update": ("~", "yellow"), "replace": ("±", "magenta"),
                     "delete": ("-", "red"), "read": ("?", "cyan"), "resolve": ("?", "cyan"),
                     "attach": ("+", "green"), "detach": ("-", "red"), "skip": ("=", "white")}

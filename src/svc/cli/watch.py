@@ -18,7 +18,8 @@ from svc.cli.agent_errors import AgentUnavailable
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
 from svc.cli.output import console
-from svc.cli.render import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, command_line, updates_table
+from svc.cli.render import command_line, updates_table
+from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
 
 T = TypeVar("T")
 _FAST_POLL = 0.25

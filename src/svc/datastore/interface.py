@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from svc.datastore.query import Query
-from svc.datastore.records import (
+from svc.datastore.update_writes import ChangeBatch, ChangeBatchOutcome, UpdateStateWrite
+from svc.model.records import (
     CancelOutcome,
     CommandRecord,
     DatastoreCounts,
@@ -30,7 +31,6 @@ from svc.datastore.records import (
     TargetRecord,
     TargetWrite,
 )
-from svc.datastore.update_writes import ChangeBatch, ChangeBatchOutcome, UpdateStateWrite
 
 
 @runtime_checkable

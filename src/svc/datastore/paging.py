@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from svc.datastore.errors import InvalidCursorError
-from svc.datastore.records import Page
+from svc.model.records import Page
 
 T = TypeVar("T")
 KeyValue = str | int | bool | datetime | None

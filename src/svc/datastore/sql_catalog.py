@@ -11,10 +11,10 @@ from svc.datastore.errors import ConflictError, NotFoundError
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import FieldKind, QueryFields, parse_query
 from svc.datastore.query_sql import conditions, matcher
-from svc.datastore.records import Page, PolicyRecord, PolicyWrite, StackRecord, TargetFilter, TargetRecord, TargetWrite
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, policies, stack_policies, stacks, targets
 from svc.ids import new_id
+from svc.model.records import Page, PolicyRecord, PolicyWrite, StackRecord, TargetFilter, TargetRecord, TargetWrite
 
 s, t, p, sp = stacks, targets, policies, stack_policies
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from svc.datastore.records import ResourceWrite, StoreOutcome
 from svc.datastore.sql_resource_batch import ChunkWriter
 from svc.datastore.sql_resources import ResourceStore, _lock_keys, _values
 from svc.datastore.sql_update_batches import StateFence, UpdateBatchStore
 from svc.datastore.update_writes import ChangeBatch, ChangeBatchOutcome
+from svc.model.records import ResourceWrite, StoreOutcome
 
 
 class ChangeBatchStore(ResourceStore, UpdateBatchStore):

@@ -6,10 +6,10 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from svc.datastore.records import ResourceVersion
 from svc.datastore.sql_base import SqlBase
 from svc.datastore.sql_resources import _version
 from svc.datastore.tables import resources
+from svc.model.records import ResourceVersion
 
 r = resources
 

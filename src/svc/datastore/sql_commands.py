@@ -12,18 +12,10 @@ from svc.datastore.bulk import BulkStatement
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import Pattern, Query
 from svc.datastore.query_sql import conditions, match, matcher
-from svc.datastore.records import (
-    TERMINAL_COMMAND_STATES,
-    TERMINAL_UPDATE_STATES,
-    CancelOutcome,
-    CommandRecord,
-    CommandState,
-    Page,
-    ResourceUpdateRecord,
-    UpdateState,
-)
 from svc.datastore.sql_base import SqlBase, json_value, now, upsertable_insert
 from svc.datastore.tables import command_stacks, commands, resource_updates
+from svc.model.records import CancelOutcome, CommandRecord, Page, ResourceUpdateRecord
+from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, CommandState, UpdateState
 
 c, u, cs = commands, resource_updates, command_stacks
 

@@ -23,10 +23,10 @@ import sqlalchemy as sa
 
 from svc.datastore.bulk import BulkStatement
 from svc.datastore.errors import ConflictError
-from svc.datastore.records import ResourceWrite, StoreOutcome
 from svc.datastore.sql_base import Retry, now, successor
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resources
 from svc.ids import new_id
+from svc.model.records import ResourceWrite, StoreOutcome
 
 r = resources
 Row = dict[str, Any]

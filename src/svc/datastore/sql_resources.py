@@ -10,11 +10,11 @@ import sqlalchemy as sa
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import Query
 from svc.datastore.query_sql import conditions, matcher
-from svc.datastore.records import Page, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
 from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, tombstone_values
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resources
 from svc.ids import new_id
+from svc.model.records import Page, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
 
 r = resources
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from svc.datastore.records import RunRecord, RunState
 from svc.datastore.sql_base import SqlBase, json_value, now
 from svc.datastore.tables import background_runs
 from svc.ids import new_id
+from svc.model.records import RunRecord, RunState
 
 b = background_runs
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from svc.datastore.records import DatastoreCounts
 from svc.datastore.sql_base import SqlBase
 from svc.datastore.tables import HEAD_LIVE, commands, head_is, resources, stacks, targets
+from svc.model.records import DatastoreCounts
 
 # Background commands are bookkeeping, not user activity: the reference leaves them out of the counts.
 _BACKGROUND_COMMANDS = ("sync", "discovery")

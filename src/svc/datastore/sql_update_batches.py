@@ -22,10 +22,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from svc.datastore.bulk import BulkStatement
-from svc.datastore.records import TERMINAL_UPDATE_STATES
 from svc.datastore.sql_base import Retry, SqlBase, now
 from svc.datastore.tables import resource_updates
 from svc.datastore.update_writes import UpdateStateWrite
+from svc.model.states import TERMINAL_UPDATE_STATES
 
 u = resource_updates
 _OPTIONAL = ("version", "data", "start_ts")

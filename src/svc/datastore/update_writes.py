@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from svc.datastore.records import ResourceWrite, StoreOutcome
+from svc.model.records import ResourceWrite, StoreOutcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,13 +18,13 @@ from svc.engine.planner import Catalog
 from svc.engine.reconciler import AutoReconciler
 from svc.engine.sealing import Sealer
 from svc.engine.sync import synchronize
+from svc.model.schema import Schema
 from svc.paths import data_dir
 from svc.plugins.host import HostedPlugin
 from svc.plugins.installed import installed_plugins
 from svc.plugins.manifest import ManifestError, read_manifest
 from svc.plugins.runner import InProcessRunner, PluginLoadError, PluginRunner
 from svc.schema.extract import extract_descriptors
-from svc.schema.model import Schema
 
 log = logging.getLogger("svc.engine")
 DEFAULT_MAX_IN_FLIGHT = 32

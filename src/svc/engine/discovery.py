@@ -29,16 +29,6 @@ from typing import Any
 from svc.config.model import AgentConfig
 from svc.datastore.outage import patiently
 from svc.datastore.query import Pattern, Query, TextFilter
-from svc.datastore.records import (
-    CommandRecord,
-    CommandState,
-    ResourceVersion,
-    ResourceWrite,
-    TargetFilter,
-    TargetRecord,
-    every_item,
-)
-from svc.engine import values
 from svc.engine.background import PeriodicJob
 from svc.engine.discovery_filters import base_label, excluded, unique_label
 from svc.engine.discovery_settings import PluginDiscovery, load_settings
@@ -49,10 +39,13 @@ from svc.engine.planner.changeset import compact_schema
 from svc.engine.planner.inventory import UNMANAGED_STACK
 from svc.engine.ratelimit import NamespaceLimits
 from svc.ids import new_id
+from svc.model import values
+from svc.model.opaque import OpaqueFields, opaque_fields
+from svc.model.records import CommandRecord, ResourceVersion, ResourceWrite, TargetFilter, TargetRecord, every_item
+from svc.model.schema import Schema
+from svc.model.states import CommandState
 from svc.plugins.runner import Call, PluginCallError, PluginRunner
 from svc.plugins.sdk import ErrorCode, ListResult, ReadResult, is_recoverable
-from svc.schema.model import Schema
-from svc.schema.opaque import OpaqueFields, opaque_fields
 
 log = logging.getLogger("svc.engine.discovery")
 

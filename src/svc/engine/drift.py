@@ -13,8 +13,8 @@ from typing import Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, parse_query
-from svc.datastore.records import CommandRecord, ResourceVersion, every_item
-from svc.engine import values
+from svc.model import values
+from svc.model.records import CommandRecord, ResourceVersion, every_item
 
 Json = dict[str, Any]
 _PAGE = 200

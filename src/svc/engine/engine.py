@@ -14,21 +14,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
-from svc.api import wire
 from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.datastore.query import COMMAND_FIELDS, DESTROY_FIELDS, parse_query
-from svc.datastore.records import (
-    TERMINAL_COMMAND_STATES,
-    TERMINAL_UPDATE_STATES,
-    CommandRecord,
-    CommandState,
-    ResourceUpdateRecord,
-    TargetWrite,
-    UpdateState,
-    every_item,
-)
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
 from svc.engine.errors import ConflictingCommands, InvalidForma
@@ -53,6 +42,9 @@ from svc.engine.steps import Steps
 from svc.engine.views import cancel_states, command_view, plan_view, summary_view, update_uri
 from svc.engine.writer import BatchWriter
 from svc.ids import new_id
+from svc.model import wire
+from svc.model.records import CommandRecord, ResourceUpdateRecord, TargetWrite, every_item
+from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, CommandState, UpdateState
 from svc.plugins.runner import PluginRunner
 from svc.telemetry import traced_command
 

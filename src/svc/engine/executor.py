@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
-from svc.datastore.records import TERMINAL_UPDATE_STATES, CommandState, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.graph import Graph
 from svc.engine.ledger import UpdateData, overall_state, utcnow
@@ -35,6 +34,7 @@ from svc.engine.planner.changeset import ResourceChange
 from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.steps import Fenced, Steps
 from svc.engine.writer import BatchWriter, WriterClosed
+from svc.model.states import TERMINAL_UPDATE_STATES, CommandState, UpdateState
 from svc.telemetry import traced_operation
 
 log = logging.getLogger("svc.engine")

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from svc.datastore.records import StackRecord
 from svc.engine.background import PeriodicJob
 from svc.engine.errors import EngineError
 from svc.engine.planner import UNMANAGED_STACK, Inventory
 from svc.engine.policies import PAGE, Effective, active_command, all_stacks, every, literal, policies_in_force
 from svc.engine.service import Caller, DestroyRequest
+from svc.model.records import StackRecord
 
 if TYPE_CHECKING:
     from svc.engine.engine import Engine

@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.engine import values
 from svc.engine.errors import CyclesDetected
 from svc.engine.planner.changeset import ResourceChange
-from svc.schema.model import EdgeKind
+from svc.model import values
+from svc.model.schema import EdgeKind
 
 
 @dataclass

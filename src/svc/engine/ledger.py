@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from svc.datastore.records import CommandRecord, CommandState, ResourceUpdateRecord, UpdateState
-from svc.engine import values
 from svc.engine.planner.changeset import Changeset, ResourceChange
-from svc.engine.schemas import opaque_fields_of
 from svc.engine.sealing import Sealer
+from svc.model import values
+from svc.model.records import CommandRecord, ResourceUpdateRecord
+from svc.model.schema_cache import opaque_fields_of
+from svc.model.states import CommandState, UpdateState
 
 Json = dict[str, Any]
 

@@ -17,12 +17,13 @@ from typing import Any
 
 from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
-from svc.datastore.records import CommandRecord, CommandState, ResourceVersion, ResourceWrite, StoreOutcome
-from svc.engine import values
 from svc.engine.ledger import utcnow
 from svc.ids import new_id
-from svc.schema.model import Schema
-from svc.schema.opaque import OpaqueFields, opaque_fields
+from svc.model import values
+from svc.model.opaque import OpaqueFields, opaque_fields
+from svc.model.records import CommandRecord, ResourceVersion, ResourceWrite, StoreOutcome
+from svc.model.schema import Schema
+from svc.model.states import CommandState
 
 log = logging.getLogger("svc.engine.sync")
 Json = dict[str, Any]

@@ -14,10 +14,11 @@ from datetime import datetime, timedelta
 
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, parse_query
-from svc.datastore.records import CommandRecord, CommandState, PolicyRecord, PolicyWrite, StackRecord
 from svc.engine.errors import StackDeletedDuringApply
 from svc.engine.planner import PolicyChange, StoredPolicies
-from svc.forma.model import Forma
+from svc.model.forma import Forma
+from svc.model.records import CommandRecord, PolicyRecord, PolicyWrite, StackRecord
+from svc.model.states import CommandState
 
 PAGE = 500
 _ACTIVE = (CommandState.NOT_STARTED, CommandState.PENDING, CommandState.IN_PROGRESS, CommandState.CANCELING)

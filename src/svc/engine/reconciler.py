@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, RESOURCE_FIELDS, parse_query
-from svc.datastore.records import ResourceVersion
-from svc.engine import values
 from svc.engine.background import PeriodicJob
 from svc.engine.drift import drift, last_reconcile
 from svc.engine.errors import ConflictingCommands, EngineError, ReconcilePolicyRequired
@@ -39,10 +37,12 @@ from svc.engine.policies import (
     literal,
     policies_in_force,
 )
-from svc.engine.schemas import opaque_fields_of
 from svc.engine.sealing import Sealer, SealError
 from svc.engine.service import ApplyRequest, Caller
-from svc.forma.model import Forma
+from svc.model import values
+from svc.model.forma import Forma
+from svc.model.records import ResourceVersion
+from svc.model.schema_cache import opaque_fields_of
 
 if TYPE_CHECKING:
     from svc.engine.engine import Engine

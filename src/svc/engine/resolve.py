@@ -13,7 +13,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from svc.engine import values
+from svc.model import values
 
 Json = dict[str, Any]
 

@@ -1,7 +1,7 @@
 """The command service: what the HTTP API asks of the engine.
 
 The API parses and authenticates requests, then calls one of these methods and serialises the
-returned wire objects (``svc.api.wire``). Refusals are ``svc.engine.errors.EngineError``; a lost
+returned wire objects (``svc.model.wire``). Refusals are ``svc.engine.errors.EngineError``; a lost
 datastore is ``svc.datastore.DatastoreUnavailable`` (HTTP 503).
 """
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
-from svc.api import wire
-from svc.forma.model import Forma
+from svc.model import wire
+from svc.model.forma import Forma
 
 
 @dataclass(frozen=True)

@@ -21,20 +21,21 @@ from typing import Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
-from svc.datastore.records import ResourceWrite, StoreOutcome, UpdateState
 from svc.datastore.update_writes import UpdateStateWrite
-from svc.engine import values
 from svc.engine.ledger import UpdateData, utcnow
 from svc.engine.observed import SyncCommand, merge, observed_state, record_read
 from svc.engine.operations import Attempt, Guard, RetryPolicy, Step, drive, read
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.diff import generate_patch
 from svc.engine.resolve import Producer, ResolveError, Resolver
-from svc.engine.schemas import fields_of, opaque_fields_of, schema_of
 from svc.engine.writer import BatchWriter
+from svc.model import values
+from svc.model.records import ResourceWrite, StoreOutcome
+from svc.model.schema import Schema
+from svc.model.schema_cache import fields_of, opaque_fields_of, schema_of
+from svc.model.states import UpdateState
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode, Progress, Status
-from svc.schema.model import Schema
 
 log = logging.getLogger("svc.engine")
 Json = dict[str, Any]

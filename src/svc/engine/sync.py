@@ -32,18 +32,18 @@ from dataclasses import dataclass, field
 
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
-from svc.datastore.records import ResourceVersion, ResourceWrite, TargetRecord, every_item
-from svc.engine import values
 from svc.engine.discovery_filters import MatchFilter, excluded
 from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import PAGE, Engine
 from svc.engine.observed import SyncCommand, observed_write
 from svc.engine.operations import read
-from svc.engine.schemas import schema_of
+from svc.model import values
+from svc.model.opaque import opaque_fields
+from svc.model.records import ResourceVersion, ResourceWrite, TargetRecord, every_item
+from svc.model.schema import Schema
+from svc.model.schema_cache import schema_of
 from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode
-from svc.schema.model import Schema
-from svc.schema.opaque import opaque_fields
 
 log = logging.getLogger("svc.engine.sync")
 WORKERS = 64  # reads in flight at most (each also takes one of its plugin's in-flight slots)

@@ -1,4 +1,4 @@
-"""Commands as the API shows them (``svc.api.wire``), from stored records or from a plan."""
+"""Commands as the API shows them (``svc.model.wire``), from stored records or from a plan."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from svc.api import wire
-from svc.datastore.records import CommandRecord, ResourceUpdateRecord, UpdateState
-from svc.engine import values
 from svc.engine.ledger import UpdateData
 from svc.engine.planner.changeset import Changeset, PolicyChange, ResourceChange
-from svc.engine.schemas import opaque_fields_of
+from svc.model import values, wire
+from svc.model.records import CommandRecord, ResourceUpdateRecord
+from svc.model.schema_cache import opaque_fields_of
+from svc.model.states import UpdateState
 
 Json = dict[str, Any]
 

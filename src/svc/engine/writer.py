@@ -34,8 +34,8 @@ from typing import Any
 from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import Backoff
-from svc.datastore.records import ResourceWrite, StoreOutcome, every_item
 from svc.datastore.update_writes import ChangeBatch, UpdateStateWrite
+from svc.model.records import ResourceWrite, StoreOutcome, every_item
 
 log = logging.getLogger("svc.engine")
 MAX_BATCH = 500

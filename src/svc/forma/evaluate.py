@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from svc.forma.errors import FormaError, from_pkl_error
-from svc.forma.model import Forma, Property
+from svc.model.forma import Forma, Property
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
 from svc.pkl.projects import PklProjectError, environment_for
 

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.engine.values import split_path
 from svc.forma import pkl_text
 from svc.forma.extract_catalog import Catalog, ClassInfo, Shape
 from svc.forma.pkl_text import Expr, identifier, string
+from svc.model.values import split_path
 
 Json = dict[str, Any]
 UNMANAGED = "$unmanaged"

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from svc.schema.model import FieldHint, Schema, WireModel
+from svc.model.schema import FieldHint, Schema, WireModel
 
 
 class Description(WireModel):

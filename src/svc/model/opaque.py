@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from svc.schema.model import Schema
+from svc.model.schema import Schema
 
 ANY_KEY = "*"  # a mapping level: every key of the user's mapping
 

@@ -16,31 +16,6 @@ T = TypeVar("T")
 Json = Mapping[str, Any]
 
 
-class CommandState(StrEnum):
-    NOT_STARTED = "NotStarted"
-    PENDING = "Pending"
-    IN_PROGRESS = "InProgress"
-    CANCELING = "Canceling"
-    SUCCESS = "Success"
-    FAILED = "Failed"
-    CANCELED = "Canceled"
-
-
-class UpdateState(StrEnum):
-    NOT_STARTED = "NotStarted"
-    PENDING = "Pending"
-    IN_PROGRESS = "InProgress"
-    SUCCESS = "Success"
-    FAILED = "Failed"
-    CANCELED = "Canceled"
-    REJECTED = "Rejected"
-
-
-TERMINAL_COMMAND_STATES: frozenset[str] = frozenset({CommandState.SUCCESS, CommandState.FAILED, CommandState.CANCELED})
-TERMINAL_UPDATE_STATES: frozenset[str] = frozenset(
-    {UpdateState.SUCCESS, UpdateState.FAILED, UpdateState.CANCELED, UpdateState.REJECTED})
-
-
 class RunState(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"

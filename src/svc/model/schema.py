@@ -57,7 +57,7 @@ class Schema(WireModel):
     portable: bool = False
     parent: str = ""
     parent_mappings: tuple[ParentMapping, ...] = ()
-    opaque_paths: tuple[str, ...] = ()  # where the secrets are, at any depth (``svc.schema.opaque``)
+    opaque_paths: tuple[str, ...] = ()  # where the secrets are, at any depth (``svc.model.opaque``)
 
     def query(self, flag: str) -> list[str]:
         """The keys whose hint has the boolean ``flag`` set, e.g. ``query("create_only")``."""

@@ -12,8 +12,8 @@ import functools
 import json
 from typing import Any
 
-from svc.schema.model import Schema
-from svc.schema.opaque import NONE, OpaqueFields, opaque_fields
+from svc.model.opaque import NONE, OpaqueFields, opaque_fields
+from svc.model.schema import Schema
 
 _CACHED = 256  # distinct schemas kept: far more types than any agent serves
 

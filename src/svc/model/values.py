@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from svc.schema.opaque import NONE, OpaqueFields
+from svc.model.opaque import NONE, OpaqueFields
 
 Json = dict[str, Any]
 URI_SCHEME = "svc://"

@@ -15,8 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 CommandState = Literal["NotStarted", "Pending", "InProgress", "Canceling", "Success", "Failed", "Canceled"]
 UpdateState = Literal["Unknown", "NotStarted", "Pending", "InProgress", "Failed", "Success", "Canceled", "Rejected"]
 ResourceOperation = Literal["create", "update", "delete", "read", "replace"]
-TERMINAL_COMMAND_STATES: frozenset[str] = frozenset({"Success", "Failed", "Canceled"})
-TERMINAL_UPDATE_STATES: frozenset[str] = frozenset({"Success", "Failed", "Canceled", "Rejected"})
 
 
 class Wire(BaseModel):

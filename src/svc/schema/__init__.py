@@ -1,5 +1,1 @@
-"""Resource type descriptors: their model, and their extraction from a plugin's Pkl schema package."""
-
-from svc.schema.model import EdgeKind, FieldHint, ParentMapping, ResourceDescriptor, Schema
-
-__all__ = ["EdgeKind", "FieldHint", "ParentMapping", "ResourceDescriptor", "Schema"]
+"""Resource type descriptors from a plugin's Pkl schema package (``extract``); their model is ``svc.model.schema``."""

@@ -1,6 +1,6 @@
 """Deriving each resource type's descriptor from a plugin's Pkl schema package alone.
 
-The agent needs every type's :class:`~svc.schema.model.Schema` before it runs a plugin. They come
+The agent needs every type's :class:`~svc.model.schema.Schema` before it runs a plugin. They come
 from the plugin's schema package by reflection (``svc.descriptorsOf`` in ``@svc/svc.pkl``), with no
 plugin code involved, and are cached on disk by plugin version (and svc version, which owns the
 derivation rules).
@@ -16,10 +16,10 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from svc import __version__
+from svc.model.schema import ResourceDescriptor
 from svc.pkl import EvaluationRequest, PklError, shared_server
 from svc.pkl.packages import implicit_environment, plugin_package, svc_package
 from svc.plugins import InstalledPlugin
-from svc.schema.model import ResourceDescriptor
 
 _DESCRIPTORS = TypeAdapter(list[ResourceDescriptor])
 

@@ -7,14 +7,31 @@ read per command or resource operation, no span, no allocation, no SQL.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from svc.datastore.records import CommandRecord
-    from svc.engine.planner.changeset import ResourceChange
+    from svc.model.records import CommandRecord
     from svc.telemetry.instruments import Instruments
 
 T = TypeVar("T")
+
+
+class ObservedChange(Protocol):
+    """What a resource operation's span says of its change (the planner's ``ResourceChange``): telemetry sits
+    below the engine and does not import it."""
+
+    ksuid: str
+    operation: str
+    type: str
+    label: str
+    stack: str
+    target: str
+    namespace: str
+    schema: dict[str, Any]
+    desired: dict[str, Any] | None
+    group_id: str | None
+
+
 _active: Instruments | None = None
 
 
@@ -31,7 +48,7 @@ def traced_command(work: Coroutine[Any, Any, str], command_id: str,
     return work if active is None else active.command(work, command_id, command)
 
 
-def traced_operation(work: Awaitable[T], change: ResourceChange) -> Awaitable[T]:
+def traced_operation(work: Awaitable[T], change: ObservedChange) -> Awaitable[T]:
     """``work`` (one resource change's plugin calls, returning its outcome) as a span of the command's trace."""
     active = _active
     return work if active is None else active.operation(work, change)

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from svc.engine.schemas import opaque_fields_of
+from svc.model.schema_cache import opaque_fields_of
 from svc.plugins.sdk import ErrorCode
 from svc.telemetry.redaction import Redactor, opaque_strings
 
 if TYPE_CHECKING:
-    from svc.datastore.records import CommandRecord, DatastoreCounts
-    from svc.engine.planner.changeset import ResourceChange
+    from svc.model.records import CommandRecord, DatastoreCounts
+    from svc.telemetry.hooks import ObservedChange
 
 log = logging.getLogger("svc.telemetry")
 T = TypeVar("T")
@@ -129,7 +129,7 @@ class Instruments:
                 if state != "Interrupted":
                     self._commands.add(1, {"svc.command.name": name, "svc.command.state": state})
 
-    async def operation(self, work: Awaitable[T], change: ResourceChange) -> T:
+    async def operation(self, work: Awaitable[T], change: ObservedChange) -> T:
         if change.desired:
             self.redactor.remember(opaque_strings(change.desired, opaque_fields_of(change.schema)))
         namespace = change.namespace or namespace_of(change.type)

@@ -13,8 +13,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from svc.engine import values
-from svc.schema.opaque import NONE, OpaqueFields
+from svc.model import values
+from svc.model.opaque import NONE, OpaqueFields
 
 REDACTED = "<redacted>"
 MIN_LENGTH = 4  # shorter "secrets" would blank out ordinary words; the datastore hashes them anyway

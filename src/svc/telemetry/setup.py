@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from svc.datastore.records import DatastoreCounts
+    from svc.model.records import DatastoreCounts
 
 log = logging.getLogger("svc.telemetry")
 SCOPE = "svc"

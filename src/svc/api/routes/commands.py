@@ -7,12 +7,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from svc.api import deps, wire
+from svc.api import deps
 from svc.api.problems import bad_request, not_found
 from svc.api.responses import JSONResponse
 from svc.api.submission import read_submission
 from svc.datastore import COMMAND_FIELDS, parse_query
 from svc.engine.service import ApplyRequest
+from svc.model import wire
 
 router = APIRouter()
 

@@ -18,7 +18,8 @@ from svc.api.problems import HttpProblem, bad_request, nothing_found
 from svc.api.resource_views import ReferenceNames, resource_json, summary_json
 from svc.api.responses import JSONResponse
 from svc.api.streaming import PagedList, dumps, json_array, streamed
-from svc.datastore import RESOURCE_FIELDS, Datastore, Page, PolicyRecord, TargetFilter, parse_query
+from svc.datastore import RESOURCE_FIELDS, Datastore, parse_query
+from svc.model.records import Page, PolicyRecord, TargetFilter
 
 router = APIRouter()
 

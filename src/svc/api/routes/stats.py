@@ -8,10 +8,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from svc.api import deps, wire
+from svc.api import deps
 from svc.config.model import AgentConfig, ResourcePluginConfig
-from svc.datastore import DatastoreCounts
 from svc.datastore.sql_stats import by_namespace
+from svc.model import wire
+from svc.model.records import DatastoreCounts
 
 router = APIRouter()
 

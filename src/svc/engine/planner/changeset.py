@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from svc.schema.model import Schema
+from svc.model.schema import Schema
 
 Json = dict[str, Any]
 ResourceOp = Literal["create", "update", "delete"]

@@ -18,10 +18,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.engine import values
 from svc.engine.planner.patch import Op, create_patch
-from svc.schema.model import Schema
-from svc.schema.opaque import NONE, OpaqueFields, opaque_fields
+from svc.model import values
+from svc.model.opaque import NONE, OpaqueFields, opaque_fields
+from svc.model.schema import Schema
 
 Json = dict[str, Any]
 UNKNOWN = "(known after apply)"

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.datastore.records import ResourceVersion, StackRecord, TargetRecord
-from svc.engine import values
 from svc.engine.planner.policies import StoredPolicies
+from svc.model import values
+from svc.model.records import ResourceVersion, StackRecord, TargetRecord
 
 UNMANAGED_STACK = "$unmanaged"
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from svc.schema.model import FieldHint
+from svc.model.schema import FieldHint
 
 Json = dict[str, Any]
 Op = dict[str, Any]

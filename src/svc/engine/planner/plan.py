@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from svc.datastore.records import ResourceVersion
-from svc.engine import values
 from svc.engine.errors import (
     EmptyStackRejected,
     PatchRejected,
@@ -31,8 +29,10 @@ from svc.engine.planner.policies import plan_policies
 from svc.engine.planner.targets import plan_targets
 from svc.engine.planner.translate import Desired, translate
 from svc.engine.planner.validate import Catalog, check_no_hashed_secret, check_required_on_create, validate_forma
-from svc.forma.model import Forma
-from svc.schema.model import Schema
+from svc.model import values
+from svc.model.forma import Forma
+from svc.model.records import ResourceVersion
+from svc.model.schema import Schema
 
 Json = dict[str, Any]
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from svc.datastore.records import PolicyRecord
 from svc.engine.errors import InvalidForma
 from svc.engine.planner.changeset import PolicyChange
-from svc.forma.model import Forma, Policy
+from svc.model.forma import Forma, Policy
+from svc.model.records import PolicyRecord
 
 Json = dict[str, Any]
 REF_PREFIX = "policy://"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from svc.engine.errors import NonPortableResources, TargetAlreadyExists
 from svc.engine.planner.changeset import TargetChange
 from svc.engine.planner.inventory import Inventory
-from svc.forma.model import Forma, Target
+from svc.model.forma import Forma, Target
 
 
 def _changed_keys(old: dict, new: dict) -> set[str]:

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from svc.engine import values
 from svc.engine.errors import InvalidForma, ReferencedResourcesNotFound
 from svc.engine.planner.inventory import Inventory
-from svc.engine.schemas import schema_of
-from svc.forma.model import Forma, Resource
-from svc.schema.opaque import opaque_fields
+from svc.model import values
+from svc.model.forma import Forma, Resource
+from svc.model.opaque import opaque_fields
+from svc.model.schema_cache import schema_of
 
 Json = dict[str, Any]
 

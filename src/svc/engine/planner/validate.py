@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.engine import values
 from svc.engine.errors import (
     InvalidForma,
     RequiredFieldMissingOnCreate,
@@ -14,8 +13,9 @@ from svc.engine.errors import (
     TargetReferenceNotFound,
 )
 from svc.engine.planner.inventory import Inventory
-from svc.forma.model import Forma, Resource
-from svc.schema.model import Schema
+from svc.model import values
+from svc.model.forma import Forma, Resource
+from svc.model.schema import Schema
 
 
 @dataclass(frozen=True)
