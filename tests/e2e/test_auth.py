@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from support.processes import run_svc
-from svc.api.auth import hash_password
+from svc.config.passwords import hash_password
 
 PASSWORD = "correct horse battery staple"
 HASH = hash_password(PASSWORD, rounds=4)

@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from svc.api import auth
+from svc.config import passwords
 from svc.config.model import AuthorizedUser
 
 
@@ -17,8 +18,8 @@ def header(user: str, password: str) -> str:
 
 @pytest.fixture
 def authenticator() -> auth.BasicAuthenticator:
-    users = [AuthorizedUser(username="ops", password=auth.hash_password("pw", rounds=4)),
-             AuthorizedUser(username="dev", password=auth.hash_password("pw:with:colons", rounds=4))]
+    users = [AuthorizedUser(username="ops", password=passwords.hash_password("pw", rounds=4)),
+             AuthorizedUser(username="dev", password=passwords.hash_password("pw:with:colons", rounds=4))]
     return auth.BasicAuthenticator(users)
 
 
@@ -52,7 +53,7 @@ def test_verdicts_are_cached(authenticator, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_cache_expires(monkeypatch: pytest.MonkeyPatch) -> None:
     authenticator = auth.BasicAuthenticator(
-        [AuthorizedUser(username="ops", password=auth.hash_password("pw", rounds=4))], cache_seconds=0)
+        [AuthorizedUser(username="ops", password=passwords.hash_password("pw", rounds=4))], cache_seconds=0)
     calls = []
     real = auth.bcrypt.checkpw
     monkeypatch.setattr(auth.bcrypt, "checkpw", lambda p, h: calls.append(1) or real(p, h))
@@ -78,4 +79,4 @@ def test_unknown_users_still_pay_a_bcrypt_check(authenticator, monkeypatch: pyte
     ("$1$md5$" + "a" * 53, False),
 ])
 def test_bcrypt_hash_shape(value: str, expected: bool) -> None:
-    assert auth.is_bcrypt_hash(value) is expected
+    assert passwords.is_bcrypt_hash(value) is expected

@@ -21,8 +21,8 @@ from svc.agent.logs import configure_logging
 from svc.agent.pidfile import is_alive, remove_pid, running_pid, write_pid
 from svc.api import AgentInfo, create_app
 from svc.api.app import Engine
-from svc.api.auth import is_bcrypt_hash
 from svc.config import AgentConfig, load_config
+from svc.config.passwords import is_bcrypt_hash
 from svc.datastore import Datastore, DatastoreError, open_datastore
 from svc.engine import build_engine
 from svc.ids import persistent_id

@@ -11,7 +11,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import re
 import time
 from collections.abc import Iterable
 
@@ -21,19 +20,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from svc.config.model import AuthorizedUser
 
-BCRYPT_HASH = re.compile(r"\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}")
 UNAUTHENTICATED_PATHS = frozenset({"/api/v1/health", "/metrics"})  # /metrics: only with agent.oTel.prometheus
 _REALM = 'Basic realm="svc", charset="UTF-8"'
 # Checked when the user name is unknown, so that the response time does not reveal which names exist.
 _DUMMY_HASH = bcrypt.hashpw(b"svc-dummy-password", bcrypt.gensalt(rounds=4))
-
-
-def is_bcrypt_hash(value: str) -> bool:
-    return BCRYPT_HASH.fullmatch(value) is not None
-
-
-def hash_password(password: str, rounds: int = 12) -> str:
-    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=rounds)).decode()
 
 
 class BasicAuthenticator:

@@ -54,7 +54,7 @@ def hash_password_command(
                                           help="The password to hash (prompted when not given).")],
 ) -> None:
     """Print the bcrypt hash of a password, for agent.auth.authorizedUsers."""
-    from svc.api.auth import hash_password
+    from svc.config.passwords import hash_password
 
     typer.echo(hash_password(password))
 
