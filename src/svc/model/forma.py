@@ -2,7 +2,7 @@
 
 Field names follow the forma JSON (``api-cli-config.md`` §4.5) in PascalCase on the wire.
 Resource ``properties`` stay JSON: references (``$res``), values (``$value``) and templates
-(``$embed``) are envelopes the agent resolves; :mod:`svc.forma.envelopes` reads them.
+(``$embed``) are envelopes the agent resolves; :mod:`svc.model.values` reads them.
 """
 
 from __future__ import annotations
