@@ -22,7 +22,7 @@ from svc_plugin_fake import FakeCloud
 
 from support.crash_loop import run_crash_loop
 from support.engine import fake_forma, item
-from support.engine_worker import _config
+from support.engine_worker import sqlite_config
 from svc.datastore import open_datastore
 from svc.model.states import TERMINAL_COMMAND_STATES
 
@@ -70,7 +70,7 @@ def test_sigkill_mid_apply_ten_times_then_everything_is_consistent(tmp_path: Pat
     _wait_for_line(final, "done", timeout=300)
     final.wait(timeout=60)
 
-    store = open_datastore(_config(tmp_path / "svc.db"))
+    store = open_datastore(sqlite_config(tmp_path / "svc.db"))
     try:
         commands = store.list_commands(sources=None).items
         assert len(commands) == 1 and all(c.state in TERMINAL_COMMAND_STATES for c in commands)

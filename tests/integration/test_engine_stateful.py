@@ -27,7 +27,7 @@ from svc_plugin_fake import FakeCloud
 
 from support.engine import fake_forma, item
 from support.engine_process import EngineProcesses
-from support.engine_worker import _config
+from support.engine_worker import sqlite_config
 from svc.datastore import open_datastore
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
 
@@ -43,7 +43,7 @@ class EngineMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="svc-stateful-"))
-        self.store = open_datastore(_config(self.dir / "svc.db"))
+        self.store = open_datastore(sqlite_config(self.dir / "svc.db"))
         self.cloud = FakeCloud(self.dir / "cloud.db")
         self.engines = EngineProcesses(self.dir / "svc.db", self.dir / "engine.key", self.dir / "engine.log")
         self.engine = self.engines.start()

@@ -20,7 +20,7 @@ from svc_plugin_fake import FakeCloud
 
 from support.engine import fake_forma, item
 from support.engine_process import EngineProcesses
-from support.engine_worker import _config
+from support.engine_worker import sqlite_config
 from svc.datastore import open_datastore
 from svc.model.records import every_item
 from svc.model.states import TERMINAL_COMMAND_STATES
@@ -60,7 +60,7 @@ def run_crash_loop(directory: Path, *, size: int, kills: int, latency: float = 0
     """Creates ``size`` resources, then applies an update of each, killing the engine ``kills`` times."""
     cloud_path = directory / "cloud.db"
     cloud = FakeCloud(cloud_path)
-    store = open_datastore(_config(directory / "svc.db"))
+    store = open_datastore(sqlite_config(directory / "svc.db"))
     engines = EngineProcesses(directory / "svc.db", directory / "engine.key", directory / "engine.log", in_flight)
     result = CrashLoop()
     engine = None

@@ -32,7 +32,7 @@ from svc.model.forma import Forma
 CALLER = Caller("crash-test")
 
 
-def _config(path: Path) -> DatastoreConfig:
+def sqlite_config(path: Path) -> DatastoreConfig:
     return DatastoreConfig.model_validate({
         "datastoreType": "sqlite", "sqlite": {"filePath": str(path)},
         "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
@@ -45,7 +45,7 @@ def _retry() -> RetryPolicy:
 
 
 async def main(args: argparse.Namespace) -> int:
-    store = open_datastore(_config(Path(args.db)))
+    store = open_datastore(sqlite_config(Path(args.db)))
     engine = make_engine(store, Path(args.key), retry=_retry(), max_in_flight=args.in_flight)
     await engine.start()
     print("started", flush=True)
@@ -105,7 +105,7 @@ async def serve() -> int:
     if not line:
         return 0  # a spare that was never needed
     setup = json.loads(line)
-    store = open_datastore(_config(Path(setup["db"])))
+    store = open_datastore(sqlite_config(Path(setup["db"])))
     engine = make_engine(store, Path(setup["key"]), retry=_retry(), max_in_flight=setup.get("in_flight", 8))
     await engine.start()
     print("started", flush=True)

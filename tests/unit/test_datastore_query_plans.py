@@ -11,9 +11,9 @@ import sqlalchemy as sa
 
 from svc.config.model import DatastoreConfig
 from svc.datastore import open_datastore
-from svc.datastore.sql_resource_batch import _HEADS, _OWNERS
+from svc.datastore.sql_resource_batch import HEADS_BY_KSUID, OWNERS_BY_NATIVE_ID
 from svc.datastore.sql_store import SqlDatastore
-from svc.datastore.sql_update_batches import _CURRENT
+from svc.datastore.sql_update_batches import CURRENT_STATES
 
 
 @pytest.fixture
@@ -44,10 +44,10 @@ NATIVE_IDS = [f"n{n}" for n in range(40)]
 
 
 @pytest.mark.parametrize(("statement", "params", "lookup"), [
-    (_HEADS, {"ksuids": KSUIDS}, "USING INDEX uq_resources_head (ksuid=?)"),
-    (_OWNERS, {"types": ["FAKE::Test::Item"], "native_ids": NATIVE_IDS},
+    (HEADS_BY_KSUID, {"ksuids": KSUIDS}, "USING INDEX uq_resources_head (ksuid=?)"),
+    (OWNERS_BY_NATIVE_ID, {"types": ["FAKE::Test::Item"], "native_ids": NATIVE_IDS},
      "USING INDEX uq_resources_native_id (type=? AND native_id=?)"),
-    (_CURRENT, {"commands": ["c1"], "ksuids": KSUIDS}, "(command_id=? AND ksuid=?)"),
+    (CURRENT_STATES, {"commands": ["c1"], "ksuids": KSUIDS}, "(command_id=? AND ksuid=?)"),
 ], ids=["heads", "owners", "update states"])
 def test_each_lookup_searches_its_index_by_equality(engine: sa.Engine, statement: sa.Select[Any],
                                                     params: dict[str, Any], lookup: str) -> None:

@@ -16,7 +16,7 @@ API_PREFIX = "/api/v1"
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
-def _describe_connect_error(exc: Exception, base_url: str) -> str:
+def describe_connect_error(exc: Exception, base_url: str) -> str:
     text = str(exc)
     cause = exc.__cause__ or exc.__context__
     while cause is not None:
@@ -62,7 +62,7 @@ class AgentClient:
         try:
             response = self._http.request(method, API_PREFIX + path, **kwargs)
         except httpx.ConnectError as exc:
-            raise CliError(_describe_connect_error(exc, self.base_url)) from exc
+            raise CliError(describe_connect_error(exc, self.base_url)) from exc
         except httpx.TimeoutException as exc:
             raise CliError(f"the agent at {self.base_url} did not answer in time ({type(exc).__name__}); "
                            "check cli.api.url and cli.api.port") from exc

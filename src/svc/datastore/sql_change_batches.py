@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from svc.datastore.sql_resource_batch import ChunkWriter
-from svc.datastore.sql_resources import ResourceStore, _lock_keys, _values
+from svc.datastore.sql_resources import ResourceStore, lock_keys, write_values
 from svc.datastore.sql_update_batches import StateFence, UpdateBatchStore
 from svc.datastore.update_writes import ChangeBatch, ChangeBatchOutcome
 from svc.model.records import ResourceWrite, StoreOutcome
@@ -29,13 +29,13 @@ class ChangeBatchStore(ResourceStore, UpdateBatchStore):
         """Stores the batch's resource versions, then its tombstones, then its update states, in order and in
         one transaction; each answer is what the separate call would have answered."""
         prepared: list[tuple[str | None, ResourceWrite, dict[str, Any]]] = [
-            (command_id, write, _values(write)) for command_id, write in batch.resources]
+            (command_id, write, write_values(write)) for command_id, write in batch.resources]
         fence = StateFence(self.engine.dialect)
 
         def work(conn: sa.Connection) -> ChangeBatchOutcome:
             writes = [write for _, write, _ in prepared]
             deleted = [ksuid for _, ksuid in batch.deletes]
-            self.lock_all(conn, sorted(set(_lock_keys(writes)) | {f"resource:{ksuid}" for ksuid in deleted}))
+            self.lock_all(conn, sorted(set(lock_keys(writes)) | {f"resource:{ksuid}" for ksuid in deleted}))
             chunk = ChunkWriter(conn, None)
             chunk.load(writes, deleted)
             stored: list[StoreOutcome] = []

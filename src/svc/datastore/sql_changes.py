@@ -7,7 +7,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from svc.datastore.sql_base import SqlBase
-from svc.datastore.sql_resources import _version
+from svc.datastore.sql_resources import version_of_row
 from svc.datastore.tables import resources
 from svc.model.records import ResourceVersion
 
@@ -24,4 +24,4 @@ class ChangesStore(SqlBase):
             statement = statement.where(sa.or_(r.c.command_id.is_(None), r.c.command_id != exclude_command))
         with self.read() as conn:
             rows = conn.execute(statement.order_by(r.c.valid_from, r.c.ksuid)).all()
-        return [_version(row) for row in rows]
+        return [version_of_row(row) for row in rows]

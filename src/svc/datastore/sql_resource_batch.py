@@ -40,12 +40,14 @@ _SET_READ_ONLY = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version
                   .values(read_only_properties=sa.bindparam("ro", type_=r.c.read_only_properties.type)))
 _INSERT = BulkStatement(sa.insert(r))
 # Built once, with expanding lists: building a statement per batch (and its cache key) cost more than running it.
-_HEADS = sa.select(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
+HEADS_BY_KSUID = sa.select(r).where(r.c.head > sa.literal_column("0"),
+                                    r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
 # No "native_id IS NOT NULL" term, although the unique index's predicate has it: the IN list implies it for both
 # planners, and with the term spelled out SQLite scanned the index range "native_id > NULL" (every live
 # resource of the type) instead of looking each native id up.
-_OWNERS = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), r.c.type.in_(sa.bindparam("types", expanding=True)),
-                             r.c.native_id.in_(sa.bindparam("native_ids", expanding=True)))
+OWNERS_BY_NATIVE_ID = sa.select(r).where(head_is(r.c.head, HEAD_LIVE),
+                                         r.c.type.in_(sa.bindparam("types", expanding=True)),
+                                         r.c.native_id.in_(sa.bindparam("native_ids", expanding=True)))
 _DEMOTE = (sa.update(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
            .values(head=HEAD_OLD).returning(r.c.ksuid, r.c.version))
 
@@ -74,11 +76,11 @@ class ChunkWriter:
         keys = {(write.type, write.native_id) for write in writes if write.native_id is not None}
         rows: dict[tuple[str, str], Row] = {}
         if ksuids:
-            for row in self.conn.execute(_HEADS, {"ksuids": ksuids}):
+            for row in self.conn.execute(HEADS_BY_KSUID, {"ksuids": ksuids}):
                 rows[(row.ksuid, row.version)] = dict(row._mapping)
         if keys:
             types, native_ids = sorted({k[0] for k in keys}), sorted({k[1] for k in keys})
-            for row in self.conn.execute(_OWNERS, {"types": types, "native_ids": native_ids}):
+            for row in self.conn.execute(OWNERS_BY_NATIVE_ID, {"types": types, "native_ids": native_ids}):
                 if (row.type, row.native_id) in keys:
                     rows.setdefault((row.ksuid, row.version), dict(row._mapping))
         for row in rows.values():  # one dict per stored row, shared by both maps

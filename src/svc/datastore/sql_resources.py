@@ -43,7 +43,7 @@ _DEMOTE = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.
 _INSERT = sa.insert(r)
 
 
-def _version(row: sa.Row[Any]) -> ResourceVersion:
+def version_of_row(row: sa.Row[Any]) -> ResourceVersion:
     m = row._mapping
     return ResourceVersion(
         ksuid=m["ksuid"], version=m["version"], operation=m["operation"], type=m["type"], label=m["label"],
@@ -60,7 +60,7 @@ def _summary(row: sa.Row[Any]) -> ResourceSummary:
                            target=m["target"], native_id=m["native_id"], managed=bool(m["managed"]))
 
 
-def _values(write: ResourceWrite) -> dict[str, Any]:
+def write_values(write: ResourceWrite) -> dict[str, Any]:
     return {
         "type": write.type, "label": write.label, "stack": write.stack, "target": write.target,
         "native_id": write.native_id, "managed": write.managed,
@@ -90,14 +90,14 @@ class ResourceStore(SqlBase):
                         command_id: str | None = None) -> list[StoreOutcome]:
         """``store_resource`` for many resources (discovery and synchronization ingest): the same rules,
         applied in order, a few hundred per transaction."""
-        prepared = [(write, _values(write)) for write in writes]
+        prepared = [(write, write_values(write)) for write in writes]
         outcomes: list[StoreOutcome] = []
         for start in range(0, len(prepared), _BATCH):
             chunk = prepared[start:start + _BATCH]
 
             def work(conn: sa.Connection, chunk: list[tuple[ResourceWrite, dict[str, Any]]] = chunk
                      ) -> list[StoreOutcome]:
-                self.lock_all(conn, _lock_keys(write for write, _ in chunk))
+                self.lock_all(conn, lock_keys(write for write, _ in chunk))
                 writer = ChunkWriter(conn, command_id)
                 writer.load([write for write, _ in chunk])
                 results = [writer.store(write, values) for write, values in chunk]
@@ -157,12 +157,12 @@ class ResourceStore(SqlBase):
         """The current version of a live resource; None if unknown or deleted."""
         with self.read() as conn:
             row = conn.execute(_SELECT_LIVE, {"k": ksuid}).first()
-        return _version(row) if row is not None else None
+        return version_of_row(row) if row is not None else None
 
     def get_resource_by_native_id(self, type_: str, native_id: str) -> ResourceVersion | None:
         with self.read() as conn:
             row = self._live_by_native_id(conn, type_, native_id)
-        return _version(row) if row is not None else None
+        return version_of_row(row) if row is not None else None
 
     def get_resource_by_label(self, stack: str, type_: str, label: str) -> ResourceVersion | None:
         """The live resource with that (stack, type, label); a managed one wins over discovered ones."""
@@ -171,7 +171,7 @@ class ResourceStore(SqlBase):
                 sa.select(r).where(r.c.stack == stack, r.c.type == type_, r.c.label == label,
                                    head_is(r.c.head, HEAD_LIVE))
                 .order_by(r.c.managed.desc(), r.c.ksuid).limit(1)).first()
-        return _version(row) if row is not None else None
+        return version_of_row(row) if row is not None else None
 
     def list_resources(self, query: Query | None = None, *, cursor: str | None = None,
                        limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceVersion]:
@@ -179,7 +179,7 @@ class ResourceStore(SqlBase):
         statement = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), *conditions(query, _TEXT_FIELDS, _BOOL_FIELDS))
         with self.read() as conn:
             return paginate(conn, statement, list_name="resources", order=_LIST_ORDER, cursor=cursor,
-                            limit=limit, convert=_version)
+                            limit=limit, convert=version_of_row)
 
     def list_resource_summaries(self, query: Query | None = None, *, cursor: str | None = None,
                                 limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceSummary]:
@@ -196,14 +196,14 @@ class ResourceStore(SqlBase):
         statement = sa.select(r).where(r.c.ksuid == ksuid)
         with self.read() as conn:
             return paginate(conn, statement, list_name=f"history:{ksuid}", order=_HISTORY_ORDER, cursor=cursor,
-                            limit=limit, convert=_version)
+                            limit=limit, convert=version_of_row)
 
     def list_resource_versions(self, *, cursor: str | None = None,
                                limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceVersion]:
         """All versions of all resources by (ksuid, version): the walk boot-time backfills page through."""
         with self.read() as conn:
             return paginate(conn, sa.select(r), list_name="resource-versions", order=_ALL_VERSIONS_ORDER,
-                            cursor=cursor, limit=limit, convert=_version)
+                            cursor=cursor, limit=limit, convert=version_of_row)
 
     def count_resources(self, *, stack: str | None = None, target: str | None = None,
                         managed: bool | None = None) -> int:
@@ -218,7 +218,7 @@ class ResourceStore(SqlBase):
             return int(conn.execute(statement).scalar_one())
 
 
-def _lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:
+def lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:
     keys: set[str] = set()
     for write in writes:
         if write.ksuid:

@@ -49,10 +49,10 @@ def _statement(present: tuple[str, ...]) -> BulkStatement:
 
 
 # Built once, with expanding lists (see ``sql_resource_batch``).
-_CURRENT = (sa.select(u.c.command_id, u.c.ksuid, u.c.operation, u.c.state)
-            .where(u.c.command_id.in_(sa.bindparam("commands", expanding=True)),
-                   u.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
-            .order_by(u.c.command_id, u.c.ksuid, u.c.operation).with_for_update())
+CURRENT_STATES = (sa.select(u.c.command_id, u.c.ksuid, u.c.operation, u.c.state)
+                 .where(u.c.command_id.in_(sa.bindparam("commands", expanding=True)),
+                        u.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
+                 .order_by(u.c.command_id, u.c.ksuid, u.c.operation).with_for_update())
 
 
 class StatesChanged(Retry):
@@ -116,7 +116,7 @@ def _current_states(conn: sa.Connection, writes: Sequence[UpdateStateWrite]) -> 
     ksuids = sorted({key[1] for key in wanted})
     found: dict[Key, str] = {}
     for start in range(0, len(ksuids), _LOOKUP_CHUNK):
-        for row in conn.execute(_CURRENT, {"commands": commands, "ksuids": ksuids[start:start + _LOOKUP_CHUNK]}):
+        for row in conn.execute(CURRENT_STATES, {"commands": commands, "ksuids": ksuids[start:start + _LOOKUP_CHUNK]}):
             key = (row.command_id, row.ksuid, row.operation)
             if key in wanted:
                 found[key] = row.state
