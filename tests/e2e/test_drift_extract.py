@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.processes import Agent, isolated_home, on_demand_agent, run_svc
+from support.processes import Agent, isolated_home, on_demand_agent, run_svc, run_svc_on_terminal
 
 ENV = {"COLUMNS": "200"}
 FORMA = '''\
@@ -96,6 +96,20 @@ def test_extract_absorbs_a_hand_edit_and_the_next_reconcile_is_a_no_op(site: Sit
     assert f'content = "{EDITED.strip()}\\n"' in text and 'content = "typed over the template\\n"' in text
     assert 'mode = "0700"' in text
 
+    # Taking the drift in changes no resource, yet it is the stack's new baseline: a person is asked first.
+    command = ("apply", "--mode", "reconcile", str(extracted), "--config", str(site.config))
+    simulated = site.svc(*command[:-2], "--simulate")
+    assert simulated.returncode == 0 and "takes in the changes made outside svc to stack(s) web" in simulated.stdout
+    assert "nothing was recorded" in simulated.stdout
+    unattended = site.svc(*command[:-2])
+    assert unattended.returncode == 1 and "confirmation needs an interactive terminal" in unattended.stderr
+    code, screen = run_svc_on_terminal(*command, answer="n", env=ENV)
+    assert code == 0 and "Nothing was recorded" in screen, screen
+    assert _drifted(site) == {"dir", "page", "style"}
+    code, screen = run_svc_on_terminal(*command, answer="y", env=ENV)
+    assert code == 0 and "Recorded as the new baseline" in screen, screen
+    assert _drifted(site) == set()
+
     for _ in range(2):  # absorbed: nothing to do, now and next time
         again = site.reconcile(extracted)
         assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
@@ -114,6 +128,12 @@ def test_extract_absorbs_a_hand_edit_and_the_next_reconcile_is_a_no_op(site: Sit
     planned = site.svc("apply", "--mode", "reconcile", str(site.forma), "--simulate")
     assert planned.returncode == 0 and "refused" not in planned.stdout + planned.stderr, planned.stdout + planned.stderr
     assert "~ update" in planned.stdout and "style" in planned.stdout, planned.stdout
+
+
+def _drifted(site: Site) -> set[str]:
+    drift = httpx.get(f"{site.agent.url}/api/v1/stacks/web/drift", timeout=30)
+    assert drift.status_code == 200, drift.text
+    return {item["Label"] for item in drift.json()["ModifiedResources"]}
 
 
 def test_extract_options_and_refusals(site: Site) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pty
+import select
 import signal
 import socket
 import subprocess
@@ -86,6 +88,37 @@ def run_svc(*args: str, env: Mapping[str, str] | None = None, input: str | None 
     """Runs the real ``svc`` console script."""
     return subprocess.run([SVC, *args], capture_output=True, text=True, timeout=timeout, input=input,
                           env={**os.environ, **(env or {})})
+
+
+def run_svc_on_terminal(*args: str, answer: str, env: Mapping[str, str] | None = None,
+                        timeout: float = 120) -> tuple[int, str]:
+    """Runs the real ``svc`` console script on a pseudo-terminal, as a person would, typing ``answer`` and Enter
+    at its first question. Its exit code and everything it wrote to the terminal."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([SVC, *args], stdin=follower, stdout=follower, stderr=follower,
+                               env={**os.environ, "COLUMNS": "200", **(env or {})}, close_fds=True)
+    os.close(follower)
+    output, asked, deadline = b"", False, time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closes once the process has exited
+                break
+            if not chunk:
+                break
+            output += chunk
+            if not asked and b"?" in output and b"[y/N]" in output:
+                os.write(leader, answer.encode() + b"\r")
+                asked = True
+        return process.wait(timeout=max(deadline - time.monotonic(), 1)), output.decode(errors="replace")
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
 
 
 @dataclass

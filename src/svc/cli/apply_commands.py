@@ -148,7 +148,7 @@ def _human(client: AgentClient, submission: Submission) -> int:
     if not simulation["ChangesRequired"]:
         console.print("No changes needed: the resources already match the forma." if verb == "apply"
                       else "No resources to destroy: nothing managed matches.", highlight=False)
-        return 0
+        return _record_baseline(client, submission, preview, direct) if simulation.get("BaselineStacks") else 0
     description = (preview.get("Description") or {}).get("Text")
     if description:
         console.print(description, highlight=False)
@@ -172,6 +172,32 @@ def _human(client: AgentClient, submission: Submission) -> int:
     if not console.is_terminal:
         render_command(final)
     return _outcome(final)
+
+
+def _record_baseline(client: AgentClient, submission: Submission, preview: dict[str, Any], direct: bool) -> int:
+    """A reconcile that changes no resource yet takes in drift (e.g. the forma ``svc extract`` wrote) is its
+    stacks' new baseline: the drift is then no longer listed, nor refuses the next reconcile. Recording it is a
+    change of what svc holds true, so it asks for consent like any other change."""
+    stacks = ", ".join(preview["Simulation"]["BaselineStacks"])
+    if direct:  # --yes: the submission itself recorded it
+        console.print(f"Recorded as the new baseline of stack(s) {stacks}: their changes made outside svc are "
+                      f"taken in (command {preview['CommandId']}).", highlight=False)
+        return 0
+    console.print(f"The forma takes in the changes made outside svc to stack(s) {stacks}: applying it records it "
+                  "as their new baseline, and those changes are no longer drift.", highlight=False)
+    if submission.simulate:
+        console.print("Simulation only: nothing was recorded.")
+        return 0
+    if not _confirm("Record it as the new baseline?"):
+        console.print("Nothing was recorded; the changes are still listed as drift.")
+        return 0
+    response = _submit(client, submission, simulate=False)
+    if response["Simulation"]["ChangesRequired"]:  # the stack changed between the two plans
+        console.print(f"The stack changed meanwhile: command {response['CommandId']} applies the forma.",
+                      highlight=False)
+        return _outcome(follow(client, response["CommandId"]))
+    console.print(f"Recorded as the new baseline (command {response['CommandId']}).", highlight=False)
+    return 0
 
 
 def _outcome(command: dict[str, Any]) -> int:

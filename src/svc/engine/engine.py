@@ -219,8 +219,8 @@ class Engine:
                 if stored:
                     await asyncio.to_thread(self._store_baseline, command_id, changeset, request.force, caller,
                                             description)
-                return wire.SubmitCommandResponse(CommandId=command_id if stored else "",
-                                                  Simulation=wire.SimulationView(ChangesRequired=False))
+                simulation = wire.SimulationView(ChangesRequired=False, BaselineStacks=changeset.absorbed or None)
+                return wire.SubmitCommandResponse(CommandId=command_id if stored else "", Simulation=simulation)
             graph = build_graph(changeset.resources)
             view = plan_view(command_id, changeset, client_id=caller.client_id)
             simulation = wire.SimulationView(ChangesRequired=True, Command=view,

@@ -116,6 +116,9 @@ class SimulationView(Wire):
     ChangesRequired: bool
     Command: CommandView | None = None
     Warnings: list[str] | None = None
+    # Added (not in the reference): the stacks whose drift a reconcile that changes no resource takes in. The
+    # submission records it as their new baseline, so it asks for consent like a change.
+    BaselineStacks: list[str] | None = None
 
 
 class SubmitCommandResponse(Wire):
