@@ -30,6 +30,8 @@ Json = dict[str, Any]
 def _split_templates(value: Any) -> Any:
     if values.is_embed(value) and "$template" in value:
         return {"$embed": True, "$parts": values.parse_template(value["$template"])}
+    if isinstance(value, str) and values.SPAN_START in value:  # a reference in a plain string: a template too
+        return {"$embed": True, "$parts": values.parse_template(value)}
     if isinstance(value, dict):
         return {key: _split_templates(item) for key, item in value.items()}
     if isinstance(value, list):

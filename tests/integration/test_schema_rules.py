@@ -162,11 +162,13 @@ class Tree extends svc.Resource {
 def test_sub_resource_hints_have_dotted_keys_through_listings_nesting_and_cycles(write_pkl) -> None:
     path = forma(write_pkl, NESTED, 'new Tree { label = "t"; root { name = "r"; inner { depth = 1 } } }')
     schema = schema_of(path)
-    assert schema.fields == ("root", "items")
+    # As the original product lists them: the resource's own fields, then each sub-resource's (its own
+    # fields, then its sub-resources'), under dotted keys; Fields are the keys of Hints.
     assert list(schema.hints) == [
-        "root", "root.name", "root.children", "root.inner", "root.inner.DEPTH", "root.inner.NOTE",
-        "items", "items.DEPTH", "items.NOTE",
+        "root", "items", "root.name", "root.children", "root.inner", "root.inner.DEPTH", "root.inner.NOTE",
+        "items.DEPTH", "items.NOTE",
     ]
+    assert schema.fields == tuple(schema.hints)
     assert schema.hints["items.DEPTH"].create_only and schema.hints["items.DEPTH"].required
     assert not schema.hints["root.inner.NOTE"].required
     props = evaluate_forma(path).resources[0].properties
@@ -306,8 +308,10 @@ class Edge extends svc.Resource {
 
 def test_attaches_to_true_equals_edge_kind_attaches_to(write_pkl) -> None:
     hints = schema_of(forma(write_pkl, EDGES, 'new Edge { label = "e" }')).hints
-    assert hints["legacy"].to_json() == hints["modern"].to_json()
+    # Rendered as given, as the original product does (AttachesTo true only where it was set); both read
+    # as the edge kind attachesTo.
     assert (hints["legacy"].edge_kind, hints["legacy"].attaches_to) == ("attachesTo", True)
+    assert (hints["modern"].edge_kind, hints["modern"].attaches_to) == ("attachesTo", False)
     assert (hints["runtime"].edge_kind, hints["runtime"].attaches_to) == ("runtimeDependency", False)
     assert (hints["plain"].edge_kind, hints["plain"].attaches_to) == ("default", False)
 

@@ -97,7 +97,14 @@ class Forma(WireModel):
     resources: tuple[Resource, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """The forma JSON as the original product renders it: what is unset or empty is left out (a
+        description that says nothing, no CLI properties, a stack's empty policies)."""
         document = super().to_json()
         if not self.properties:
             document.pop("Properties", None)
+        if self.description.text is None and not self.description.confirm:
+            document.pop("Description", None)
+        for stack in document.get("Stacks", ()):
+            if not stack.get("Policies"):
+                stack.pop("Policies", None)
         return document

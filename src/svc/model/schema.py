@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_pascal
 
 
@@ -36,6 +36,13 @@ class FieldHint(WireModel):
     update_method: str = ""  # "" (unordered set), "Array", "Atomic", "EntitySet" or "Set"
     index_field: str = ""
     format: str = ""  # "" or "json"
+
+    @model_validator(mode="after")
+    def _deprecated_attaches_to(self) -> FieldHint:
+        # `AttachesTo: true` (the deprecated flag, rendered as given) is the edge kind attachesTo.
+        if self.attaches_to and self.edge_kind is EdgeKind.default:
+            object.__setattr__(self, "edge_kind", EdgeKind.attaches_to)
+        return self
 
 
 class ParentMapping(WireModel):

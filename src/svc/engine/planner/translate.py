@@ -100,6 +100,9 @@ class Translator:
     def convert(self, value: Any, where: str) -> Any:
         if values.is_res(value):
             return self.reference(value)
+        if isinstance(value, str) and values.SPAN_START in value:
+            # A reference interpolated into a plain string (the original product's rendering): a template.
+            return self.convert({"$embed": True, "$template": value}, where)
         if values.is_embed(value):
             if "$parts" in value:
                 parts = value["$parts"]
