@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from svc.forma.errors import FormaError, from_pkl_error
 from svc.model.forma import Forma, Property
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
+from svc.pkl.ext import ext_readers
 from svc.pkl.projects import PklProjectError, environment_for
 
 PROPERTIES_MODE = "properties"
@@ -28,6 +29,7 @@ def _evaluate(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
     request = EvaluationRequest(
         module_uri=path.resolve().as_uri(),
         readers=[bundled_modules(), *environment.readers],
+        resource_readers=ext_readers(path.resolve().parent),
         properties=dict(properties),
         project=environment.project,
     )

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from svc.pkl.ext import ext_readers
 from svc.pkl.readers import ModuleReader, bundled_modules, plugin_modules
 from svc.pkl.server import EvaluationRequest, shared_server
 
@@ -25,6 +26,7 @@ def evaluate_json(
     request = EvaluationRequest(
         module_uri=path.resolve().as_uri(),
         readers=default_readers() if readers is None else readers,
+        resource_readers=ext_readers(path.resolve().parent),
         properties=properties or {},
     )
     return json.loads(shared_server().evaluate(request))

@@ -31,6 +31,18 @@ class ModuleReader(Protocol):
     def list(self, uri: str) -> list[PathElement]: ...
 
 
+class ResourceReader(Protocol):
+    """What the Pkl server asks of a client-side resource reader (``read("<scheme>:…")``)."""
+
+    scheme: str
+    is_hierarchical: bool
+    is_globbable: bool
+
+    def read(self, uri: str) -> bytes: ...
+
+    def list(self, uri: str) -> list[PathElement]: ...
+
+
 def _relative_path(uri: str, scheme: str) -> str:
     parsed = urlparse(uri)
     if parsed.scheme != scheme:

@@ -18,7 +18,7 @@ from typing import Any
 import msgpack
 
 from svc.pkl.binary import find_pkl
-from svc.pkl.readers import ModuleReader
+from svc.pkl.readers import ModuleReader, ResourceReader
 
 log = logging.getLogger("svc.pkl")
 
@@ -40,6 +40,10 @@ _LIST_MODULES_RESPONSE = 0x2D
 
 _STANDARD_MODULES = ["pkl:", "repl:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
 _STANDARD_RESOURCES = ["env:", "prop:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
+
+
+# The client-side readers of one evaluation, by scheme: (module readers, resource readers).
+_Readers = tuple[dict[str, ModuleReader], dict[str, ResourceReader]]
 
 
 class PklError(Exception):
@@ -68,6 +72,7 @@ class EvaluationRequest:
     expression: str = "output.text"
     module_text: str | None = None
     readers: Sequence[ModuleReader] = ()
+    resource_readers: Sequence[ResourceReader] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
     root_dir: str | None = None
     project: Mapping[str, Any] | None = None
@@ -132,7 +137,7 @@ class PklServer:
                 raise PklServerError("pkl server exited unexpectedly")
             self._unpacker.feed(chunk)
 
-    def _wait_for(self, wanted: int, request_id: int, readers: dict[str, ModuleReader]) -> dict[str, Any]:
+    def _wait_for(self, wanted: int, request_id: int, readers: _Readers) -> dict[str, Any]:
         """Reads messages until the response to ``request_id``, serving the server's read requests."""
         while True:
             code, body = self._receive()
@@ -150,14 +155,15 @@ class PklServer:
             else:
                 raise PklServerError(f"unexpected message {code:#x} from pkl server (fields {sorted(body)})")
 
-    def _serve_read(self, code: int, body: dict[str, Any], readers: dict[str, ModuleReader]) -> None:
+    def _serve_read(self, code: int, body: dict[str, Any], readers: _Readers) -> None:
         uri = body["uri"]
         reply = {"requestId": body["requestId"], "evaluatorId": body["evaluatorId"]}
-        reader = readers.get(uri.partition(":")[0])
+        resource = code in (_READ_RESOURCE, _LIST_RESOURCES)
+        reader = (readers[1] if resource else readers[0]).get(uri.partition(":")[0])
         try:
-            if reader is None or code in (_READ_RESOURCE, _LIST_RESOURCES):
+            if reader is None:
                 raise FileNotFoundError(f"no reader for {uri}")
-            if code == _READ_MODULE:
+            if code in (_READ_MODULE, _READ_RESOURCE):
                 reply["contents"] = reader.read(uri)
             else:
                 reply["pathElements"] = [{"name": e.name, "isDirectory": e.is_directory} for e in reader.list(uri)]
@@ -193,12 +199,14 @@ class PklServer:
 
     def _evaluate_locked(self, request: EvaluationRequest) -> Any:
         self._ensure_started()
-        readers = {reader.scheme: reader for reader in request.readers}
+        modules = {reader.scheme: reader for reader in request.readers}
+        resources = {reader.scheme: reader for reader in request.resource_readers}
+        readers: _Readers = (modules, resources)
         create_id = self._request_id()
         create: dict[str, Any] = {
             "requestId": create_id,
-            "allowedModules": _STANDARD_MODULES + [f"{scheme}:" for scheme in readers],
-            "allowedResources": _STANDARD_RESOURCES,
+            "allowedModules": _STANDARD_MODULES + [f"{scheme}:" for scheme in modules],
+            "allowedResources": _STANDARD_RESOURCES + [f"{scheme}:" for scheme in resources],
             "clientModuleReaders": [
                 {
                     "scheme": r.scheme,
@@ -206,7 +214,11 @@ class PklServer:
                     "isGlobbable": r.is_globbable,
                     "isLocal": r.is_local,
                 }
-                for r in readers.values()
+                for r in modules.values()
+            ],
+            "clientResourceReaders": [
+                {"scheme": r.scheme, "hasHierarchicalUris": r.is_hierarchical, "isGlobbable": r.is_globbable}
+                for r in resources.values()
             ],
             "env": dict(os.environ),
             "properties": dict(request.properties),
