@@ -83,3 +83,16 @@ def fixture_plugin(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FIXTURE_PLUGIN_PATH),
                                                                     os.environ.get("PYTHONPATH")])))
     return FIXTURE_PLUGIN_PATH
+
+
+COMPAT_PLUGIN_PATH = Path(__file__).parent / "fixtures" / "compat_pkg"
+
+
+@pytest.fixture
+def compat_plugin(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Installs the COMPAT plugin (tests/fixtures/compat_pkg: a schema package in the original product's
+    dialect, renamed) for this process and for the ``svc`` subprocesses it starts."""
+    monkeypatch.syspath_prepend(str(COMPAT_PLUGIN_PATH))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(COMPAT_PLUGIN_PATH),
+                                                                    os.environ.get("PYTHONPATH")])))
+    return COMPAT_PLUGIN_PATH

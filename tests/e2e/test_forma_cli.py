@@ -263,7 +263,7 @@ def test_project_init_writes_a_project_that_evaluates_offline(workdir: Path) -> 
     evaluated = run_svc("eval", str(workdir / "proj" / "main.pkl"), "--name", "demo", "--output-consumer", "machine")
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["Stacks"] == [
-        {"Label": "demo-stack", "Description": "Stack for my resources", "Policies": []}]
+        {"Label": "demo-stack", "Description": "Stack for my resources"}]  # no policies: left out
     again = run_svc("project", "init", "proj")
     assert again.returncode == 1 and "already exists; pass --yes to overwrite" in again.stderr
 

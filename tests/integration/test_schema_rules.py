@@ -310,9 +310,10 @@ def test_attaches_to_true_equals_edge_kind_attaches_to(write_pkl) -> None:
     hints = schema_of(forma(write_pkl, EDGES, 'new Edge { label = "e" }')).hints
     # Rendered as given, as the original product does (AttachesTo true only where it was set); both read
     # as the edge kind attachesTo.
-    assert (hints["legacy"].edge_kind, hints["legacy"].attaches_to) == ("attachesTo", True)
+    assert (hints["legacy"].edge_kind, hints["legacy"].attaches_to) == ("default", True)
     assert (hints["modern"].edge_kind, hints["modern"].attaches_to) == ("attachesTo", False)
-    assert (hints["runtime"].edge_kind, hints["runtime"].attaches_to) == ("runtimeDependency", False)
+    assert hints["legacy"].kind == hints["modern"].kind == "attachesTo"
+    assert (hints["runtime"].kind, hints["runtime"].attaches_to) == ("runtimeDependency", False)
     assert (hints["plain"].edge_kind, hints["plain"].attaches_to) == ("default", False)
 
 

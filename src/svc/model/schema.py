@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_pascal
 
 
@@ -37,12 +37,10 @@ class FieldHint(WireModel):
     index_field: str = ""
     format: str = ""  # "" or "json"
 
-    @model_validator(mode="after")
-    def _deprecated_attaches_to(self) -> FieldHint:
-        # `AttachesTo: true` (the deprecated flag, rendered as given) is the edge kind attachesTo.
-        if self.attaches_to and self.edge_kind is EdgeKind.default:
-            object.__setattr__(self, "edge_kind", EdgeKind.attaches_to)
-        return self
+    @property
+    def kind(self) -> EdgeKind:
+        """The edge kind, with the deprecated ``AttachesTo: true`` (kept on the wire as given) read as attachesTo."""
+        return EdgeKind.attaches_to if self.attaches_to and self.edge_kind is EdgeKind.default else self.edge_kind
 
 
 class ParentMapping(WireModel):
