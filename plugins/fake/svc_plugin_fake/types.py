@@ -32,6 +32,10 @@ TYPES: dict[str, TypeSpec] = {
     "FAKE::Test::Rules": TypeSpec("Id", "rules", frozenset({"Seed"}), write_only=frozenset({"Seed", "Passphrase"})),
     "FAKE::Test::Record": TypeSpec("Meta.RecordId", "rec", answers_id=False),
     "FAKE::App::Vault": TypeSpec("VaultId", "vault"),
+    "FAKE::Dns::Record": TypeSpec("Id", "dns", frozenset({"Name"})),
+    "FAKE::Secret::Value": TypeSpec("Id", "secret"),
+    "FAKE::Secret::Map": TypeSpec("Id", "kv"),
+    "FAKE::Secret::Consumer": TypeSpec("Id", "use"),
 }
 
 
