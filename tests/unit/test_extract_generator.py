@@ -246,7 +246,7 @@ def test_stacks_policies_and_targets() -> None:
     assert ('local sharedTtlPolicy = new svc.TTLPolicy {\n  label = "shared-ttl"\n'
             '  expiresAt = "2030-01-01T00:00:00Z"\n  onDependents = "cascade"\n}') in text
     assert "  sharedTtlPolicy\n" in text  # declared in the forma, once
-    assert "discoverable = false" in text and "reap = new svc.ReapAfter { after = 1.d }" in text
+    assert "discoverable = false" in text and "reap = new svc.ReapAfter { maxUnreachable = 1.d }" in text
     assert 'namespace = "OTHER"' in text and 'config = new Dynamic { ["Type"] = "OTHER"; ["Url"] = "u" }' in text
     assert 'new svc.TargetResolvable { label = "gone" }' in text
     assert 'target = "raw"' in text

@@ -207,7 +207,7 @@ class _Generator:
         if reaping.get("Kind") == "never":
             members.append("reap = new svc.NeverReap {}")
         elif reaping.get("Kind") == "after":
-            members.append(f"reap = new svc.ReapAfter {{ after = "
+            members.append(f"reap = new svc.ReapAfter {{ maxUnreachable = "
                            f"{pkl_text.duration(int(reaping.get('MaxUnreachableSeconds') or 0))} }}")
         return _object("new svc.Target", members, indent)
 
