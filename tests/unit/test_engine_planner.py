@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from support.planning import (
@@ -191,3 +194,15 @@ def test_changeset_is_plain_data():
 
     cs = apply(forma(resource("a", "T::Test::Item", {"Value": "1"})), inventory())
     assert json.loads(json.dumps(cs.to_json()))["resources"][0]["operation"] == "create"
+
+
+def test_a_reference_in_a_plain_string_is_a_template_as_an_embed_envelope_is():
+    """The original product renders a resolvable interpolated into a String as a plain string holding the
+    reference's span; svc's earlier shape wraps it in ``$embed``. Both plan the same."""
+    span = "\u001e" + base64.b64encode(json.dumps(res("a", "T::Test::Item", "Id")).encode()).decode() + "\u001f"
+    for value in (f"id {span}!", {"$embed": True, "$template": f"id {span}!"}):
+        cs = apply(forma(resource("a", "T::Test::Item", {"Value": "1"}),
+                         resource("b", "T::Test::Item", {"Value": value})), inventory())
+        a = next(c for c in cs.resources if c.label == "a")
+        b = next(c for c in cs.resources if c.label == "b")
+        assert b.desired["Value"] == {"$embed": True, "$parts": ["id ", {"$ref": f"svc://{a.ksuid}#/Id"}, "!"]}, value
