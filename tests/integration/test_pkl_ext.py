@@ -12,6 +12,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from svc.config.loader import load_config
 from svc.forma import FormaError, evaluate_forma
 
 HEAD = """
@@ -167,3 +168,21 @@ def test_uri_parse_resolve_and_percent_encoding(write_pkl) -> None:
 def test_an_unknown_libext_function_is_named(write_pkl) -> None:
     with pytest.raises(FormaError, match=r"libext has no function 'random/uuid'"):
         consumers(write_pkl, {"v": 'read("libext:///random/uuid").text'})
+
+
+def test_a_config_uses_the_extension_modules(write_pkl, tmp_path: Path) -> None:
+    """As in the original product, a config may use them too (imported through ``svc:``)."""
+    (tmp_path / "users.tfvars").write_text('admin = "ops"\n')
+    path = write_pkl("config.pkl", """
+        amends "svc:/Config.pkl"
+        import "svc:/ext/bcrypt.pkl"
+        import "svc:/ext/terraform.pkl"
+        agent {
+          auth {
+            type = "basic"
+            authorizedUsers { new { username = terraform.readTFVars("users.tfvars").admin; password = bcrypt.hashPassword("s3cret") } }
+          }
+        }
+    """)
+    [user] = load_config(path).agent.auth.authorized_users
+    assert user.username == "ops" and bcrypt.checkpw(b"s3cret", user.password.encode())
