@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 
+from support.extract_view import agent_view
 from support.processes import run_svc
 from svc.forma import FormaError, evaluate_forma
+from svc.forma.extract import generate
+from svc.forma.extract_catalog import load_catalog
 from svc.pkl import EvaluationRequest, shared_server
 from svc.pkl.packages import implicit_environment
 from svc.plugins import installed_plugins
@@ -204,3 +207,13 @@ def test_the_reflection_helpers_under_the_original_names(compat_plugin) -> None:
                                "props": {"Type": "gateway"},
                                "rendered": ["Label", "Group", "Target", "Stack", "Alias", "Managed", "Type", "Schema",
                                             "Properties"]}
+
+
+def test_extract_writes_back_a_formae_dialect_plugin(compat_plugin) -> None:
+    """The plugin's resolvable classes default a `type` too (a resource type): they are no target configs."""
+    catalog = load_catalog({"COMPAT"})
+    assert dict(catalog.configs) == {"COMPAT": "@compat/compat.pkl#Config"}
+    assert catalog.resource_class("COMPAT::Route53::RecordSet").field("Type").name == "type"
+    view = agent_view(svc_eval("legacy"))
+    text = generate(view, catalog).text
+    assert 'type = "A"' in text and "config = new compat.Config { region = \"us-east-1\" }" in text
