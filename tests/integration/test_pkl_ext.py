@@ -186,3 +186,9 @@ def test_a_config_uses_the_extension_modules(write_pkl, tmp_path: Path) -> None:
     """)
     [user] = load_config(path).agent.auth.authorized_users
     assert user.username == "ops" and bcrypt.checkpw(b"s3cret", user.password.encode())
+
+
+def test_a_password_bcrypt_cannot_hash_is_refused_without_showing_it(write_pkl) -> None:
+    with pytest.raises(FormaError) as caught:
+        consumers(write_pkl, {"hash": 'bcrypt.hashPassword("hunter2-" + "x".repeat(70))'})
+    assert "longer than 72 bytes" in str(caught.value) and "hunter2" not in str(caught.value)
