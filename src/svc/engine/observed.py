@@ -52,6 +52,9 @@ def merge(user: Any, plugin: Any) -> Any:
         if plugin is None or plugin == "":
             return user
         refreshed = {k: v for k, v in user.items() if k != "$hashed"}
+        if "$of" in user and (values.digest(plugin) if user.get("$hashed") else plugin) != user.get("$value"):
+            # Changed outside svc: no longer the value taken from the secret ``$of`` names.
+            refreshed.pop("$of")
         refreshed["$value"] = plugin
         return refreshed
     if isinstance(user, dict) and isinstance(plugin, dict):

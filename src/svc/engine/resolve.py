@@ -52,6 +52,7 @@ class Resolver:
         self._read_live = read_live
         self._live = {} if live is None else live  # ksuid → its live read; a caller's dict shares them
         self._secrets: set[str] = set()  # the references (URIs) whose producer holds a secret there
+        self._hashes: dict[str, str] = {}  # their producer's stored hash of that secret, by URI
 
     async def value(self, uri: str) -> Any:
         ksuid, path = values.split_uri(uri)
@@ -60,6 +61,8 @@ class Resolver:
             raise ResolveError(f"could not resolve reference {uri!r}: the referenced resource does not exist")
         if _secret_at(producer.properties, path):
             self._secrets.add(uri)
+            if (digest := _stored_hash(producer.properties, path)) is not None:
+                self._hashes[uri] = digest
         for document in (producer.read_only_properties, producer.properties):
             try:
                 found = values.get_path(values.plain_known(dict(document)), path)
@@ -85,7 +88,8 @@ class Resolver:
             if uri not in cache:
                 cache[uri] = await self.value(uri)
 
-        return values.map_refs(properties, lambda ref: _filled(ref, cache, ref["$ref"] in self._secrets))
+        return values.map_refs(properties, lambda ref: _filled(ref, cache, ref["$ref"] in self._secrets,
+                                                               self._hashes.get(ref["$ref"])))
 
 
 def _secret_at(properties: Mapping[str, Any], path: str) -> bool:
@@ -97,16 +101,31 @@ def _secret_at(properties: Mapping[str, Any], path: str) -> bool:
     return values.contains_hash(found) or values.is_opaque(found)
 
 
-def _filled(ref: Json, cache: dict[str, Any], secret: bool) -> Json:
+def _filled(ref: Json, cache: dict[str, Any], secret: bool, source: str | None = None) -> Json:
     """A reference with its value (a SetOnce reference keeps the value it has, unless only its hash). The
-    value of a secret is one to the consumer too: it is hashed wherever the consumer's state is stored."""
+    value of a secret is one to the consumer too: it is hashed wherever the consumer's state is stored.
+
+    A path into a secret (``$json``) also keeps the producer's hash of the whole secret (``$of``): the
+    planner, which knows only hashes, cannot tell the part from the whole, but can tell the secret has not
+    changed since this value was taken from it."""
     if values.is_set_once(ref) and ref.get("$value") is not None and not ref.get("$hashed"):
         return ref
     value = cache[ref["$ref"]]
     if "$json" in ref:
         value = _json_path(value, str(ref["$json"]), ref["$ref"])
-    filled = {k: v for k, v in ref.items() if k != "$hashed"} | {"$value": value}
+    filled = {k: v for k, v in ref.items() if k not in ("$hashed", "$of")} | {"$value": value}
+    if secret and "$json" in ref and source is not None:
+        filled["$of"] = source
     return filled | {"$visibility": "Opaque"} if secret else filled
+
+
+def _stored_hash(properties: Mapping[str, Any], path: str) -> str | None:
+    """The hash a producer stores of the secret at ``path``; None when it stores none there."""
+    try:
+        found = values.get_path(dict(properties), path)
+    except KeyError:
+        return None
+    return found.get("$value") if isinstance(found, dict) and found.get("$hashed") else None
 
 
 def _json_path(value: Any, path: str, uri: str) -> Any:

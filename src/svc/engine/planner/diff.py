@@ -51,6 +51,8 @@ def keep_set_once(stored: Any, desired: Any) -> Any:
 def _unchanged_secret(stored: Any, desired: Any, schema_opaque: bool) -> bool:
     if not isinstance(stored, dict) or not stored.get("$hashed"):
         return False
+    if isinstance(desired, dict) and "$of" in desired:  # a part of a secret: unchanged while the secret is
+        return all(stored.get(key) == desired.get(key) for key in ("$ref", "$json", "$of"))
     if not (schema_opaque or values.is_opaque(desired)):
         return False
     if isinstance(desired, dict) and desired.get("$hashed"):

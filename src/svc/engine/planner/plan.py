@@ -108,7 +108,13 @@ class _Apply:
         except KeyError:
             # A secret is stored only as its hash: the reference holds that (so that it compares equal to
             # what the consumer stored, unless the secret changed); execution reads the secret itself.
-            filled |= self.inventory.hash_of(ref["$ref"]) or {}
+            hashed = self.inventory.hash_of(ref["$ref"]) or {}
+            if "$json" in ref and hashed:
+                # A part of the secret: its value is unknown here, but the consumer's stored value says which
+                # state of the secret it was taken from (``$of``), which tells whether it changed.
+                filled |= {"$of": hashed["$value"], "$visibility": "Opaque"}
+            else:
+                filled |= hashed
         return filled
 
     def match(self, desired: Desired) -> ResourceVersion | None:
