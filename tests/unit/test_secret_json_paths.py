@@ -5,7 +5,7 @@ it was taken from (``$of``); while that state is the stored one, the reference p
 from __future__ import annotations
 
 from support.planning import CATALOG, forma, inventory, new_id, ref, res, resource, stored
-from svc.engine import values
+from svc.model import values
 from svc.engine.observed import merge
 from svc.engine.planner import PlanRequest, plan
 
