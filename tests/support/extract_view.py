@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 from svc.model import values
-from svc.model.schema import Schema
 from svc.model.opaque import opaque_fields
+from svc.model.schema import Schema
 
 Json = dict[str, Any]
 

@@ -5,9 +5,9 @@ it was taken from (``$of``); while that state is the stored one, the reference p
 from __future__ import annotations
 
 from support.planning import CATALOG, forma, inventory, new_id, ref, res, resource, stored
-from svc.model import values
 from svc.engine.observed import merge
 from svc.engine.planner import PlanRequest, plan
+from svc.model import values
 
 SECRET = values.hashed_secret('{"password": "pw"}')
 PART = values.hashed_secret("pw")
