@@ -64,4 +64,11 @@ def test_require_encrypts_without_verifying(agent_factory, tls_cluster) -> None:
     cluster, _, _ = tls_cluster
     # No sslrootcert: libpq would otherwise verify the chain even under sslmode=require.
     agent = agent_factory(cluster.pkl_postgres_block(host="127.0.0.1", connectionParams="sslmode=require"))
-    agent.start()
+    agent.start()  # healthy: its pool holds the connections it migrated and answered health checks on
+    assert run_svc("status", "agent", "--config", str(agent.config)).returncode == 0
+    # The server's side (the cluster accepts plain TCP too, so only it can tell): every agent session is TLS.
+    with cluster.connect() as session:
+        rows = session.execute("SELECT s.ssl, s.version FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid "
+                               "WHERE a.application_name = 'svc-agent' AND a.datname = 'svc'").fetchall()
+    assert rows, "the agent holds no session on the server"
+    assert all(ssl and version for ssl, version in rows), rows

@@ -8,6 +8,9 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import psycopg
 
 from support.processes import free_port
 
@@ -67,6 +70,10 @@ class PgCluster:
     def create_database(self, name: str) -> None:
         self._run([str(PG_BIN / "psql"), "-h", str(self.root), "-p", str(self.port), "-U", "postgres",
                    "-c", f"CREATE DATABASE {name}"])
+
+    def connect(self, database: str = "postgres") -> psycopg.Connection[Any]:
+        """A superuser session over the cluster's Unix socket (trusted, never TLS), to look at the server's side."""
+        return psycopg.connect(host=str(self.root), port=self.port, user="postgres", dbname=database, autocommit=True)
 
     def destroy(self) -> None:
         subprocess.run(_owner_command([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"]),
