@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, make_engine, running
+from support.engine import applied, fake_forma, item, make_engine, running
 from svc.config import load_config
 from svc.datastore import Datastore
 from svc.engine.build import build_engine
 from svc.engine.discovery import PAGE_SIZE, discover
 from svc.engine.discovery_filters import LabelRules
 from svc.engine.discovery_settings import PluginDiscovery
-from svc.engine.engine import Engine
 from svc.engine.service import ApplyRequest, Caller
 from svc.model.forma import Forma
 
@@ -97,10 +96,6 @@ def test_a_target_made_discoverable_is_discovered_when_its_command_ends(datastor
         while datastore.get_resource_by_native_id("FAKE::Test::Item", native_id) is None:
             assert time.monotonic() < deadline, f"{native_id} was not discovered"
             await asyncio.sleep(0.05)
-
-    async def applied(engine: Engine, desired: Forma) -> None:
-        response = await engine.apply(ApplyRequest(desired, "reconcile"), Caller("client"))
-        assert (await engine.wait(response.CommandId, 60)).State == "Success"  # type: ignore[union-attr]
 
     async def scenario() -> None:
         engine = build_engine(load_config(config_file).agent, datastore, key_file=tmp_path / "engine.key",

@@ -16,14 +16,11 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, res, resource, run_with_engine
+from support.engine import CALLER, TIMEOUT, applied, fake_forma, finished, item, res, resource, run
 from svc.datastore import Datastore
 from svc.engine import errors
 from svc.engine.engine import Engine
-from svc.engine.service import ApplyRequest, Caller, DestroyRequest
-
-CALLER = Caller("client-1")
-TIMEOUT = 60
+from svc.engine.service import ApplyRequest, DestroyRequest
 
 
 @dataclass
@@ -43,7 +40,7 @@ class Env:
         return fake_forma(self.cloud_path, list(resources), **kwargs)
 
     def run(self, scenario: Callable[[Engine], Awaitable[None]]) -> None:
-        run_with_engine(self.datastore, self.tmp_path / "engine.key", scenario)
+        run(self.datastore, self.tmp_path, scenario)
 
 
 # The embedded default and PostgreSQL (the Data API backend speaks PostgreSQL's dialect and has its own
@@ -54,12 +51,6 @@ pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite", 
 @pytest.fixture
 def env(datastore: Datastore, tmp_path: Path) -> Env:
     return Env(datastore, tmp_path)
-
-
-async def applied(engine: Engine, forma, mode="reconcile", **kwargs):
-    response = await engine.apply(ApplyRequest(forma, mode, **kwargs), CALLER)
-    assert response.Simulation.ChangesRequired
-    return await engine.wait(response.CommandId, TIMEOUT)
 
 
 def by_label(view) -> dict[str, list]:
@@ -236,7 +227,7 @@ def test_update_rejected_when_the_cloud_changed_since_planning(env: Env):
         await applied(engine, env.forma(item("a", "1")))
         [native_a] = env.cloud.resources()
         env.cloud.set_property(native_a, "Value", "oob")
-        view = await applied(engine, env.forma(item("a", "2")), mode="patch")
+        view = await finished(engine, env.forma(item("a", "2")), mode="patch")
         [update] = view.ResourceUpdates
         assert (update.State, view.State) == ("Rejected", "Failed") and "outside svc" in update.ErrorMessage
         [stored] = env.datastore.list_resources().items
@@ -302,7 +293,7 @@ def test_a_create_answer_that_names_no_native_id_is_recorded_under_the_identifie
 def test_hard_failure_fails_dependents_without_running_them(env: Env):
     async def scenario(engine: Engine) -> None:
         env.cloud.set_knob("fail", {"code": "AccessDenied", "ops": ["create"], "labels": ["a"]})
-        view = await applied(engine, env.forma(item("a", "1"), item("b", "2", ref="a"), item("c", "3")))
+        view = await finished(engine, env.forma(item("a", "1"), item("b", "2", ref="a"), item("c", "3")))
         states = {u.ResourceLabel: (u.State, u.ErrorMessage or "") for u in view.ResourceUpdates}
         assert view.State == "Failed"
         assert states["a"][0] == "Failed" and "AccessDenied" in states["a"][1]

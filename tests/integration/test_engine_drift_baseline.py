@@ -6,30 +6,23 @@ resource in the forma goes through. A plain no-op reconcile, with nothing drifte
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, run_with_engine
+from support.engine import CALLER, fake_forma, item, reconciled, run
 from svc.datastore import COMMAND_FIELDS, Datastore, parse_query
 from svc.engine import drift
 from svc.engine.engine import Engine
 from svc.engine.errors import ReconcileRejected
 from svc.engine.reconciler import AutoReconciler
-from svc.engine.service import ApplyRequest, Caller
+from svc.engine.service import ApplyRequest
 from svc.model.forma import Forma
 
-CALLER = Caller("client-1")
-TIMEOUT = 60
 POLICY = {"Type": "auto-reconcile", "IntervalSeconds": 3600}
 pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite"], indirect=True)
-
-
-def run(datastore: Datastore, tmp_path: Path, scenario: Callable[[Engine, Path], Awaitable[None]]) -> None:
-    run_with_engine(datastore, tmp_path / "engine.key", lambda engine: scenario(engine, tmp_path / "cloud.db"))
 
 
 def forma(cloud: Path, a: str) -> Forma:
@@ -37,14 +30,6 @@ def forma(cloud: Path, a: str) -> Forma:
     document = fake_forma(cloud, [item("a", a), item("b", "1")]).to_json()
     document["Stacks"][0]["Policies"] = [POLICY]
     return Forma.model_validate(document)
-
-
-async def reconcile(engine: Engine, desired: Forma, *, force: bool = False) -> Any:
-    response = await engine.apply(ApplyRequest(desired, "reconcile", force=force), CALLER)
-    if response.Simulation.ChangesRequired:
-        view = await engine.wait(response.CommandId, TIMEOUT)
-        assert view is not None and view.State == "Success", view
-    return response
 
 
 def native_id(datastore: Datastore, label: str) -> str:
@@ -59,19 +44,21 @@ def value_in_cloud(cloud: Path) -> set[str]:
 
 async def absorb(engine: Engine, cloud: Path) -> Any:
     """a changed by hand to "by hand", synchronized, refused, then folded into the forma and reconciled."""
-    await reconcile(engine, forma(cloud, "1"))
+    await reconciled(engine, forma(cloud, "1"))
     FakeCloud(cloud).set_property(native_id(engine.store, "a"), "Value", "by hand")
     assert await engine.synchronize() is not None
     assert [d.current.label for d in drift.drift(engine.store, "app")] == ["a"]
     with pytest.raises(ReconcileRejected):
-        await reconcile(engine, forma(cloud, "1"))
-    absorbed = await reconcile(engine, forma(cloud, "by hand"))
+        await reconciled(engine, forma(cloud, "1"))
+    absorbed = await reconciled(engine, forma(cloud, "by hand"))
     assert absorbed.Simulation.ChangesRequired is False  # nothing to execute
     return absorbed
 
 
 def test_absorbed_drift_is_no_longer_listed(datastore: Datastore, tmp_path: Path) -> None:
-    async def scenario(engine: Engine, cloud: Path) -> None:
+    cloud = tmp_path / "cloud.db"
+
+    async def scenario(engine: Engine) -> None:
         absorbed = await absorb(engine, cloud)
         assert drift.drift(datastore, "app") == []  # GET /stacks/app/drift
         assert drift.modified(datastore, "app") == []  # the reconcile drift gate
@@ -86,7 +73,9 @@ def test_absorbed_drift_is_no_longer_listed(datastore: Datastore, tmp_path: Path
 
 
 def test_auto_reconcile_keeps_an_absorbed_change(datastore: Datastore, tmp_path: Path) -> None:
-    async def scenario(engine: Engine, cloud: Path) -> None:
+    cloud = tmp_path / "cloud.db"
+
+    async def scenario(engine: Engine) -> None:
         await absorb(engine, cloud)
         assert await AutoReconciler(engine).reconcile("app", CALLER) is None  # no drift: no command
         assert value_in_cloud(cloud) == {"by hand", "1"}
@@ -95,9 +84,11 @@ def test_auto_reconcile_keeps_an_absorbed_change(datastore: Datastore, tmp_path:
 
 
 def test_a_later_reconcile_may_change_the_absorbed_resource(datastore: Datastore, tmp_path: Path) -> None:
-    async def scenario(engine: Engine, cloud: Path) -> None:
+    cloud = tmp_path / "cloud.db"
+
+    async def scenario(engine: Engine) -> None:
         await absorb(engine, cloud)
-        changed = await reconcile(engine, forma(cloud, "2"))  # not refused as drift
+        changed = await reconciled(engine, forma(cloud, "2"))  # not refused as drift
         assert changed.Simulation.ChangesRequired
         assert value_in_cloud(cloud) == {"2", "1"}
 
@@ -106,10 +97,12 @@ def test_a_later_reconcile_may_change_the_absorbed_resource(datastore: Datastore
 
 def test_forced_reconcile_saying_what_drifted_moves_the_baseline_and_plain_no_ops_store_nothing(
         datastore: Datastore, tmp_path: Path) -> None:
-    async def scenario(engine: Engine, cloud: Path) -> None:
-        await reconcile(engine, forma(cloud, "1"))
+    cloud = tmp_path / "cloud.db"
+
+    async def scenario(engine: Engine) -> None:
+        await reconciled(engine, forma(cloud, "1"))
         commands = len(datastore.list_commands(sources=None, limit=100).items)
-        no_op = await reconcile(engine, forma(cloud, "1"))  # nothing drifted: no command
+        no_op = await reconciled(engine, forma(cloud, "1"))  # nothing drifted: no command
         assert no_op.Simulation.ChangesRequired is False and datastore.get_command(no_op.CommandId) is None
         assert len(datastore.list_commands(sources=None, limit=100).items) == commands
 
@@ -118,7 +111,7 @@ def test_forced_reconcile_saying_what_drifted_moves_the_baseline_and_plain_no_op
         simulated = await engine.apply(ApplyRequest(forma(cloud, "by hand"), "reconcile", simulate=True), CALLER)
         assert simulated.Simulation.ChangesRequired is False and datastore.get_command(simulated.CommandId) is None
         assert [d.current.label for d in drift.drift(datastore, "app")] == ["a"]  # a simulation moves nothing
-        forced = await reconcile(engine, forma(cloud, "by hand"), force=True)
+        forced = await reconciled(engine, forma(cloud, "by hand"), force=True)
         assert forced.Simulation.ChangesRequired is False and datastore.get_command(forced.CommandId) is not None
         assert drift.drift(datastore, "app") == []
 

@@ -5,44 +5,28 @@ made outside svc undone, secrets in plain text again), and the expirer's passes 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, resource, run_with_engine
+from support.engine import CALLER, TIMEOUT, applied, fake_forma, item, resource, run
 from svc.datastore import Datastore
 from svc.engine.engine import Engine
 from svc.engine.expiry import StackExpirer
 from svc.engine.policies import effective_policies, policies_in_force
 from svc.engine.reconciler import AutoReconciler, baseline
-from svc.engine.service import ApplyRequest, Caller
 from svc.model.forma import Forma
 from svc.model.records import PolicyWrite
 
-CALLER = Caller("client-1")
-TIMEOUT = 60
 pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite"], indirect=True)
-
-
-def run(datastore: Datastore, tmp_path: Path, scenario: Callable[[Engine], Awaitable[None]]) -> None:
-    run_with_engine(datastore, tmp_path / "engine.key", scenario)
 
 
 def with_policies(forma: Forma, *policies: dict[str, Any]) -> Forma:
     document = forma.to_json()
     document["Stacks"][0]["Policies"] = list(policies)
     return Forma.model_validate(document)
-
-
-async def applied(engine: Engine, forma: Forma, mode: str = "reconcile", *, force: bool = False) -> Any:
-    response = await engine.apply(ApplyRequest(forma, mode, force=force), CALLER)  # type: ignore[arg-type]
-    assert response.Simulation.ChangesRequired
-    view = await engine.wait(response.CommandId, TIMEOUT)
-    assert view is not None and view.State == "Success", view
-    return view
 
 
 def test_policies_are_stored_at_submit_and_reconcile_deletes_undeclared_ones(datastore: Datastore,

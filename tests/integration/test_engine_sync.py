@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, resource, run_with_engine, running
+from support.engine import TIMEOUT, applied, fake_forma, item, resource, run, running
 from svc.config import load_config
 from svc.datastore import Datastore
 from svc.engine.build import build_engine
@@ -26,20 +26,8 @@ from svc.engine.service import ApplyRequest, Caller
 from svc.engine.sync import SyncPass, synchronize
 from svc.model.records import ResourceVersion, ResourceWrite
 
-CALLER = Caller("client-1")
-TIMEOUT = 60
 # The embedded default: the datastore side (conditional writes) has its own contract tests on every backend.
 pytestmark = pytest.mark.parametrize("datastore_config_for_backend", ["sqlite"], indirect=True)
-
-
-def run(datastore: Datastore, tmp_path: Path, scenario) -> None:  # type: ignore[no-untyped-def]
-    run_with_engine(datastore, tmp_path / "engine.key", scenario)
-
-
-async def applied(engine: Engine, forma, mode: str = "reconcile", **kwargs) -> None:  # type: ignore[no-untyped-def]
-    response = await engine.apply(ApplyRequest(forma, mode, **kwargs), CALLER)
-    view = await engine.wait(response.CommandId, TIMEOUT)
-    assert view is not None and view.State == "Success", view
 
 
 def stored(datastore: Datastore, label: str) -> ResourceVersion:

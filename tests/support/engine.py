@@ -1,5 +1,10 @@
 """An in-process Engine over a real datastore and the FAKE plugin (in-process runner), plus forma builders.
 
+A test writes its scenario as ``async def scenario(engine)`` and runs it with ``run(datastore, tmp_path,
+scenario)``; inside, ``await applied(engine, forma)`` submits a forma as a client would and waits for its
+command to succeed (``finished``: to end, however it ends; ``reconciled``: a reconcile that may have nothing
+to do).
+
 Formas are built as the evaluated JSON the CLI sends (``fake_forma``), with the FAKE plugin's real
 descriptors (extracted once from its Pkl schema package), so tests need no Pkl evaluation per forma.
 """
@@ -18,12 +23,15 @@ from svc.engine.engine import Engine, EngineSettings, PluginLimits
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.sealing import Sealer
+from svc.engine.service import ApplyRequest, Caller
 from svc.model.forma import Forma
 from svc.model.schema import Schema
 from svc.plugins.installed import installed_plugins
 from svc.plugins.runner import InProcessRunner
 from svc.schema.extract import extract_descriptors
 
+CALLER = Caller("client-1")
+TIMEOUT = 60  # seconds a command may take before a test calls it hung (a bound, never a measure)
 FAST_RETRY = RetryPolicy(max_retries=3, retry_delay=0.01, status_interval=0.01, call_timeout=5.0)
 
 
@@ -58,6 +66,38 @@ def run_with_engine(datastore: Datastore, key_file: Path, scenario: Callable[[En
             await scenario(engine)
 
     asyncio.run(main())
+
+
+def run(datastore: Datastore, tmp_path: Path, scenario: Callable[[Engine], Awaitable[None]]) -> None:
+    """``scenario(engine)`` against a running engine on ``datastore``, its sealing key under ``tmp_path``."""
+    run_with_engine(datastore, tmp_path / "engine.key", scenario)
+
+
+async def finished(engine: Engine, forma: Forma, mode: str = "reconcile", **request: Any) -> Any:
+    """``forma`` submitted by ``CALLER`` (``request``: more ``ApplyRequest`` fields, e.g. ``force=True``); it
+    must have changes to make. Its command's view once it has ended, however it ended."""
+    response = await engine.apply(ApplyRequest(forma, mode, **request), CALLER)  # type: ignore[arg-type]
+    assert response.Simulation.ChangesRequired, f"{mode} of the forma planned no changes"
+    view = await engine.wait(response.CommandId, TIMEOUT)
+    assert view is not None, f"command {response.CommandId} is unknown"
+    return view
+
+
+async def applied(engine: Engine, forma: Forma, mode: str = "reconcile", **request: Any) -> Any:
+    """``finished``, and the command succeeded: its view."""
+    view = await finished(engine, forma, mode, **request)
+    assert view.State == "Success", [(u.ResourceLabel, u.State, u.ErrorMessage) for u in view.ResourceUpdates]
+    return view
+
+
+async def reconciled(engine: Engine, forma: Forma, *, force: bool = False) -> Any:
+    """A reconcile that may have nothing to do (then no command runs); when it has, its command succeeded.
+    The submit's answer (``Simulation``, ``CommandId``)."""
+    response = await engine.apply(ApplyRequest(forma, "reconcile", force=force), CALLER)
+    if response.Simulation.ChangesRequired:
+        view = await engine.wait(response.CommandId, TIMEOUT)
+        assert view is not None and view.State == "Success", view
+    return response
 
 
 def res(label: str, type_: str, prop: str, stack: str = "app", *, opaque: bool = False) -> dict[str, Any]:
