@@ -8,21 +8,12 @@ import os
 import pty
 import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from support.fake_world import NET_AND_SUBNET, World, chain, fake_world, submit, wait_running
+from support.fake_world import NET_AND_SUBNET, World, chain, submit, wait_running
 from support.processes import SVC, run_svc
-
-
-@pytest.fixture
-def world(home: Path, tmp_path: Path) -> Iterator[World]:
-    with fake_world(tmp_path) as world:
-        yield world
 
 # -- create, update, replace --------------------------------------------------------------------------------
 

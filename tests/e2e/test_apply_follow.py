@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,18 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
-from support.fake_world import ENV, World, chain, fake_world
+from support.fake_world import ENV, World, chain
 from support.processes import SVC, child_command_lines
 
 HEADERS = {"Client-ID": "test"}
 SUMMARY_KEYS = {"ResourceId", "ResourceType", "ResourceLabel", "StackName", "Operation", "State", "StartedAt",
                 "ErrorMessage"}
-
-
-@pytest.fixture
-def world(home: Path, tmp_path: Path) -> Iterator[World]:
-    with fake_world(tmp_path) as world:
-        yield world
 
 
 def _commands(world: World) -> list[Any]:

@@ -5,21 +5,11 @@ dependents is refused the same way); every command id the CLI prints can be look
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from support.fake_world import World, chain, fake_world
+from support.fake_world import World, chain
 
 MACHINE = ("--output-consumer", "machine")
-
-
-@pytest.fixture
-def world(home: Path, tmp_path: Path) -> Iterator[World]:
-    with fake_world(tmp_path) as world:
-        yield world
 
 
 def refused_for_consent(result: Any) -> None:

@@ -11,14 +11,12 @@ nothing and a changed one plans an update.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from support.fake_world import World, fake_world
+from support.fake_world import World
 from support.secrets_scan import assert_nowhere
 
 VAULT = "FAKE::App::Vault"
@@ -88,12 +86,6 @@ class Answers:
             self.svc("command", "status", command["CommandId"], "--output-consumer", "machine")
             self.get(f"/commands/{command['CommandId']}/status")
         self.get("/resources", query="")
-
-
-@pytest.fixture
-def world(home: Path, tmp_path: Path) -> Iterator[World]:
-    with fake_world(tmp_path) as world:
-        yield world
 
 
 def the_vault(world: World) -> tuple[str, dict[str, Any]]:

@@ -7,21 +7,14 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from support.fake_world import World, fake_world, submit
+from support.fake_world import World, submit
 from support.processes import child_command_lines, run_svc
-
-
-@pytest.fixture
-def world(home: Path, tmp_path: Path) -> Iterator[World]:
-    with fake_world(tmp_path) as world:
-        yield world
 
 
 def plugin_info(world: World, namespace: str) -> dict[str, Any]:

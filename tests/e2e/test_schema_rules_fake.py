@@ -4,22 +4,14 @@ next one plans nothing), and what happened is read back from the cloud's own fil
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.fake_world import World, fake_world
+from support.fake_world import World
 from svc.forma import pkl_text
 
 NO_CHANGES = "No changes needed"
-
-
-@pytest.fixture
-def world(home: Path, tmp_path: Path) -> Iterator[World]:
-    with fake_world(tmp_path) as world:
-        yield world
 
 
 def rules(*, seed: str = "s1", passphrase: str = "p1", order: tuple[str, ...] = ("a", "b"),
