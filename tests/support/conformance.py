@@ -3,8 +3,9 @@
 A plugin supplies a ``Case``: how to declare one resource in Pkl (a base version, a mutable change and a
 create-only change), what its properties read back as, and how to change or delete it behind svc's back.
 ``run_conformance`` then drives it through a real agent (the plugin in its own process, through the
-subprocess host) and the real ``svc`` CLI, and talks to the plugin directly through a second real host,
-as the reference harness does, for reads and lists:
+subprocess host), submitting formas through the agent's HTTP API as the CLI does (``support.api``: the CLI is
+not what is under test here, and a CLI process per step would cost a second each), and talks to the plugin
+directly through a second real host, as the reference harness does, for reads and lists:
 
     create → read → apply again (no changes) → update in place → replace on a create-only change → list
     → out-of-band change seen by read and by synchronization → out-of-band delete seen by read, by
@@ -19,7 +20,6 @@ matrix shows them.
 from __future__ import annotations
 
 import asyncio
-import json
 import textwrap
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -30,7 +30,9 @@ from typing import Any, TypeVar
 
 import httpx
 
+from support import api
 from support.processes import Agent, free_port, run_svc
+from svc.forma import evaluate_forma
 from svc.plugins.host import HostedPlugin
 from svc.plugins.installed import installed_plugins
 from svc.plugins.runner import Call
@@ -129,20 +131,37 @@ class Bench:
             + textwrap.indent(textwrap.dedent(body), "  ") + "\n}\n")
         return path
 
-    def apply(self, variant: str, mode: str = "reconcile") -> Any:
-        result = self.svc("apply", "--mode", mode, str(self.forma(variant)), "--yes", "--wait")
+    @property
+    def api(self) -> str:
+        return f"{self.agent.url}/api/v1"
+
+    def apply(self, variant: str, mode: str = "reconcile", *, force: bool = False) -> Json | None:
+        """``svc apply --mode MODE VARIANT --yes --wait`` through the API: the finished command, which succeeded;
+        None when nothing needed to change."""
+        return api.run(self.api, "apply", self.forma(variant), mode=mode, force=force)
+
+    def destroy(self, variant: str) -> Json | None:
+        """``svc destroy VARIANT --yes --wait`` through the API, as ``apply``."""
+        return api.run(self.api, "destroy", self.forma(variant), on_dependents="abort")
+
+    def cli_apply(self, variant: str) -> Any:
+        """``svc apply --mode reconcile VARIANT --yes --wait`` by the real CLI (what it prints is under test)."""
+        result = self.svc("apply", "--mode", "reconcile", str(self.forma(variant)), "--yes", "--wait")
         assert result.returncode == 0, f"apply {variant} failed:\n{result.stdout}{result.stderr}"
         return result
 
     def inventory(self) -> dict[str, Json]:
         """The stack's resources by label, from the API that ``svc inventory resources`` prints (asked directly:
         a CLI process per look costs a second, and a case looks a dozen times)."""
-        response = httpx.get(f"{self.agent.url}/api/v1/resources", params={"query": f"stack:{self.case.stack}"},
-                             timeout=60)
+        return {resource["Label"]: resource for resource in self.resources(f"stack:{self.case.stack}")}
+
+    def resources(self, query: str) -> list[Json]:
+        """``svc inventory resources --query QUERY``: the API's answer."""
+        response = httpx.get(f"{self.api}/resources", params={"query": query}, timeout=60)
         if response.status_code == 404:  # nothing found
-            return {}
+            return []
         assert response.status_code == 200, response.text
-        return {resource["Label"]: resource for resource in response.json()["Resources"]}
+        return response.json()["Resources"]
 
     def native_id(self) -> str:
         found = self.inventory().get(self.case.label)
@@ -209,8 +228,7 @@ def run_conformance(case: Case, directory: Path, shared: Bench | None = None) ->
     A case without a ``replace`` variant (a type with no create-only field) skips that phase."""
     with _bench_for(case, directory, shared) as b:
         with phase("create"):
-            created = b.apply("base")
-            assert "succeeded" in created.stdout, created.stdout
+            assert b.apply("base") is not None, "the first apply changed nothing"
             native_id = b.native_id()
             stored = b.inventory()[case.label]["Properties"]
             assert _subset(stored, case.expected["base"]), stored
@@ -221,7 +239,7 @@ def run_conformance(case: Case, directory: Path, shared: Bench | None = None) ->
 
         with phase("no-op"):
             again = b.apply("base")
-            assert "No changes needed" in again.stdout, again.stdout
+            assert again is None, f"applying the same forma again changed something: {again}"
 
         with phase("update"):
             b.apply("update")
@@ -261,19 +279,17 @@ def run_conformance(case: Case, directory: Path, shared: Bench | None = None) ->
             assert read.error_code is ErrorCode.NOT_FOUND, read
             _synchronize(b)
             assert case.label not in b.inventory(), "synchronization kept a resource the provider no longer has"
-            _force(b, "replace")  # the drift is reverted: what the forma declares comes back…
+            b.apply("replace", force=True)  # the drift is reverted: what the forma declares comes back…
             native_id = b.native_id()
             case.delete_out_of_band(native_id)
             # …and deleted again, before a synchronization: a destroy finds it gone (a read first) and forgets it.
-            destroyed = b.svc("destroy", str(b.forma("replace")), "--yes", "--wait")
-            assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
+            b.destroy("replace")
             assert case.label not in b.inventory()
 
         with phase("delete"):
             b.apply("base")
             native_id = b.native_id()
-            destroyed = b.svc("destroy", str(b.forma("base")), "--yes", "--wait")
-            assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
+            assert b.destroy("base") is not None, "the destroy deleted nothing"
             assert case.label not in b.inventory()
             assert b.plugin.read(case, native_id).error_code is ErrorCode.NOT_FOUND
             assert native_id not in b.plugin.list_all(case, page_size=100)
@@ -290,11 +306,6 @@ def _stored_values(properties: Json) -> Json:
     return {k: v["$value"] if isinstance(v, dict) and "$value" in v else v for k, v in properties.items()}
 
 
-def _force(b: Bench, variant: str) -> None:
-    forced = b.svc("apply", "--mode", "reconcile", "--force", str(b.forma(variant)), "--yes", "--wait")
-    assert forced.returncode == 0, forced.stdout + forced.stderr
-
-
 def discovery_phase(case: Case, directory: Path, shared: Bench | None = None) -> None:
     """The resource is created out of band (through the plugin), ``POST /api/v1/admin/discover`` finds it and
     stores it unmanaged in ``$unmanaged`` with its type and properties; a forma that declares it (``alias`` =
@@ -306,15 +317,12 @@ def discovery_phase(case: Case, directory: Path, shared: Bench | None = None) ->
             targets = directory / f"{case.id}-targets.pkl"  # the target alone: a stack without resources is refused
             targets.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\n' + textwrap.dedent(case.imports)
                                + f'\nforma {{\n  new svc.Target {{ label = "target"; config = {case.target} }}\n}}\n')
-            registered = b.svc("apply", "--mode", "patch", str(targets), "--yes", "--wait")
-            assert registered.returncode == 0, registered.stdout + registered.stderr
-            response = httpx.post(f"{b.agent.url}/api/v1/admin/discover", timeout=120)
+            api.run(b.api, "apply", targets, mode="patch")
+            response = httpx.post(f"{b.api}/admin/discover", timeout=120)
             assert response.status_code == 200, response.text
-            listed = b.svc("inventory", "resources", "--query", "managed:false", "--output-consumer", "machine")
-            assert listed.returncode == 0, listed.stderr
-            found = [r for r in json.loads(listed.stdout)["Resources"]
-                     if r.get("NativeID") == native_id and r["Type"] == case.resource_type]
-            assert len(found) == 1, f"{native_id} not discovered: {listed.stdout}"
+            unmanaged = b.resources("managed:false")
+            found = [r for r in unmanaged if r.get("NativeID") == native_id and r["Type"] == case.resource_type]
+            assert len(found) == 1, f"{native_id} not discovered: {unmanaged}"
             [discovered] = found
             assert discovered["Stack"] == "$unmanaged" and not discovered.get("Managed"), discovered
             assert _subset(discovered["Properties"], case.expected["base"]), discovered
@@ -336,9 +344,8 @@ def _create_out_of_band(b: Bench) -> str:
     """Creates the base resource through the plugin directly (its properties as ``svc eval`` renders them)."""
     if b.case.setup:  # the subject's parents, managed by svc; its references to them resolved from the inventory
         b.apply("setup")
-    evaluated = b.svc("eval", str(b.forma("base")), "--output-consumer", "machine")
-    assert evaluated.returncode == 0, evaluated.stderr
-    [resource] = [r for r in json.loads(evaluated.stdout)["Resources"] if r["Label"] == b.case.label]
+    evaluated = evaluate_forma(b.forma("base")).to_json()  # what `svc eval --output-consumer machine` prints
+    [resource] = [r for r in evaluated["Resources"] if r["Label"] == b.case.label]
     properties = _resolved(resource["Properties"], b.inventory() if b.case.setup else {})
     call = Call(b.case.resource_type, b.case.target_config, 30.0)
     progress = b.plugin.run(b.plugin.host.create(call, "out-of-band", properties))
@@ -360,10 +367,10 @@ def _resolved(value: Any, inventory: dict[str, Json]) -> Any:
 
 
 def extract_phase(case: Case, directory: Path, shared: Bench | None = None) -> None:
-    """The base resource applied, then ``svc extract --query stack:conformance FILE``: FILE evaluates offline
-    (``svc eval``) to the same resource, and a reconcile of it plans no changes, simulated and for real (what
-    the provider filled in, such as defaults, is written out; secrets and write-only fields are handled so
-    that nothing differs)."""
+    """The base resource applied, then ``svc extract --query stack:conformance FILE`` by the real CLI: FILE
+    evaluates offline (as ``svc eval`` does) to the same resource, and a reconcile of it plans no changes,
+    simulated and for real (what the provider filled in, such as defaults, is written out; secrets and
+    write-only fields are handled so that nothing differs)."""
     with _bench_for(case, directory, shared, "-extract") as b:
         case = b.case  # on its own stack when the bench is shared
         with phase("extract"):
@@ -373,15 +380,10 @@ def extract_phase(case: Case, directory: Path, shared: Bench | None = None) -> N
             assert result.returncode == 0, result.stdout + result.stderr
             count = len(b.inventory())  # the subject, and its setup's resources
             assert f"Extracted {count} resource(s) to '{extracted}'" in result.stdout, result.stdout
-            evaluated = b.svc("eval", str(extracted), "--output-consumer", "machine")
-            assert evaluated.returncode == 0, evaluated.stderr
-            [resource] = [r for r in json.loads(evaluated.stdout)["Resources"] if r["Label"] == case.label]
+            [resource] = [r for r in evaluate_forma(extracted).to_json()["Resources"] if r["Label"] == case.label]
             assert (resource["Label"], resource["Type"], resource["Stack"]) == (case.label, case.resource_type,
                                                                                 case.stack), resource
-            simulated = b.svc("apply", "--mode", "reconcile", str(extracted), "--simulate",
-                              "--output-consumer", "machine")
-            assert simulated.returncode == 0, simulated.stderr
-            plan = json.loads(simulated.stdout)
+            plan = api.submit(b.api, "apply", extracted, mode="reconcile", simulate=True)["Simulation"]
             assert plan["ChangesRequired"] is False, f"the extracted forma plans changes: {plan}\n{extracted.read_text()}"
-            again = b.svc("apply", "--mode", "reconcile", str(extracted), "--yes", "--wait")
-            assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
+            again = api.run(b.api, "apply", extracted, mode="reconcile")
+            assert again is None, f"the extracted forma changed something: {again}\n{extracted.read_text()}"
