@@ -17,9 +17,9 @@ from typing import Any
 import boto3
 import pytest
 
-from support.aws import AWS_TEST_REGION, agent_config_pkl, isolated_aws_home
+from support.aws import AWS_TEST_REGION, aws_agent, isolated_aws_home
 from support.moto import moto_server
-from support.processes import Agent, free_port, run_svc
+from support.processes import Agent, run_svc
 
 SETUP_CALLS = 6  # two users, each: create_user, create_access_key, put_user_policy
 
@@ -65,14 +65,8 @@ forma {{
 
 @contextmanager
 def _running_agent(directory: Path, credentials: dict[str, str]) -> Iterator[Agent]:
-    with isolated_aws_home(directory, credentials):
-        port = free_port()
-        agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port), port=port,
-                      log=directory / "agent.log").start()
-        try:
-            yield agent
-        finally:
-            agent.stop()
+    with isolated_aws_home(directory, credentials), aws_agent(directory) as agent:
+        yield agent
 
 
 def _apply(agent: Agent, forma: Path) -> Any:

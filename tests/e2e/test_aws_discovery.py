@@ -19,9 +19,9 @@ import boto3
 import httpx
 import pytest
 
-from support.aws import AWS_TEST_REGION, agent_config_pkl, isolated_aws_home, target_pkl
+from support.aws import AWS_TEST_REGION, aws_agent, isolated_aws_home, target_pkl
 from support.moto import moto_server
-from support.processes import Agent, free_port, run_svc
+from support.processes import Agent, run_svc
 
 SETUP_CALLS = 3  # create_user, create_access_key, put_user_policy: unauthenticated, then IAM is enforced
 AGENT_TAG = {"Key": "svc:agent", "Value": "true"}
@@ -60,20 +60,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         keys = _restricted_user(url)
         credentials = {"AWS_ACCESS_KEY_ID": keys["aws_access_key_id"],
                        "AWS_SECRET_ACCESS_KEY": keys["aws_secret_access_key"]}
-        with isolated_aws_home(directory, credentials):
-            port = free_port()
-            agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port), port=port,
-                          log=directory / "agent.log").start()
-            try:
-                world = World(url, directory, agent, keys)
-                forma = directory / "target.pkl"  # discovery lists the targets the agent knows
-                forma.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'
-                                 f'forma {{\n  new svc.Target {{ label = "moto"; config = {target_pkl(url)} }}\n}}\n')
-                registered = world.svc("apply", "--mode", "patch", str(forma), "--yes", "--wait")
-                assert registered.returncode == 0, registered.stdout + registered.stderr
-                yield world
-            finally:
-                agent.stop()
+        with isolated_aws_home(directory, credentials), aws_agent(directory) as agent:
+            world = World(url, directory, agent, keys)
+            forma = directory / "target.pkl"  # discovery lists the targets the agent knows
+            forma.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'
+                             f'forma {{\n  new svc.Target {{ label = "moto"; config = {target_pkl(url)} }}\n}}\n')
+            registered = world.svc("apply", "--mode", "patch", str(forma), "--yes", "--wait")
+            assert registered.returncode == 0, registered.stdout + registered.stderr
+            yield world
 
 
 @pytest.fixture(scope="module")

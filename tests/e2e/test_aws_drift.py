@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from support.aws import agent_config_pkl, boto_client, isolated_aws_home, target_pkl
+from support.aws import aws_agent, boto_client, isolated_aws_home, target_pkl
 from support.moto import moto_server
-from support.processes import Agent, free_port, run_svc
+from support.processes import Agent, run_svc
 
 FORMA = """\
 amends "@svc/forma.pkl"
@@ -53,19 +53,13 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     directory = tmp_path_factory.mktemp("aws-drift")
-    with isolated_aws_home(directory), moto_server(directory / "moto.log") as url:
-        port = free_port()
-        agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port), port=port,
-                      log=directory / "agent.log").start()
-        try:
-            forma = directory / "shop.pkl"
-            forma.write_text(FORMA.format(target=target_pkl(url)))
-            world = World(url, agent, forma)
-            applied = world.svc("apply", "--mode", "reconcile", str(forma), "--yes", "--wait")
-            assert applied.returncode == 0, applied.stdout + applied.stderr
-            yield world
-        finally:
-            agent.stop()
+    with isolated_aws_home(directory), moto_server(directory / "moto.log") as url, aws_agent(directory) as agent:
+        forma = directory / "shop.pkl"
+        forma.write_text(FORMA.format(target=target_pkl(url)))
+        world = World(url, agent, forma)
+        applied = world.svc("apply", "--mode", "reconcile", str(forma), "--yes", "--wait")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        yield world
 
 
 @pytest.fixture(scope="module")

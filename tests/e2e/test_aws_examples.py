@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from support.aws import agent_config_pkl, isolated_aws_home
+from support.aws import aws_agent, isolated_aws_home
 from support.moto import moto_server
-from support.processes import Agent, free_port, run_svc
+from support.processes import Agent, run_svc
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "aws").glob("*.pkl"))
 
@@ -32,14 +32,8 @@ def test_example_evaluates(example: Path, home: Path) -> None:
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Agent, str]]:
     directory = tmp_path_factory.mktemp("aws-examples")
-    with isolated_aws_home(directory), moto_server(directory / "moto.log") as url:
-        port = free_port()
-        agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port), port=port,
-                      log=directory / "agent.log").start()
-        try:
-            yield agent, url
-        finally:
-            agent.stop()
+    with isolated_aws_home(directory), moto_server(directory / "moto.log") as url, aws_agent(directory) as agent:
+        yield agent, url
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.stem)

@@ -12,6 +12,8 @@ from typing import Any
 import boto3
 import pytest
 
+from support.processes import Agent, free_port
+
 # Variables that would let the developer's own AWS setup (profile, region, retry policy) leak into a test.
 _LEAKY = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_RETRY_MODE",
           "AWS_MAX_ATTEMPTS")
@@ -103,3 +105,16 @@ agent {{
 cli {{ api {{ url = "http://localhost"; port = {port} }} }}
 """)
     return path
+
+
+@contextmanager
+def aws_agent(directory: Path) -> Iterator[Agent]:
+    """A started agent with the AWS plugin (``agent_config_pkl``, its files in ``directory``) on a free port, and
+    stopped after; run it inside ``isolated_aws_home``, whose environment it inherits."""
+    port = free_port()
+    agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port), port=port,
+                  log=directory / "agent.log").start()
+    try:
+        yield agent
+    finally:
+        agent.stop()
