@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 
 from svc.forma import evaluate_forma
+from svc.model.states import TERMINAL_COMMAND_STATES
 
 Json = dict[str, Any]
 HEADERS = {"Client-ID": "svc-tests"}
-TERMINAL = ("Success", "Failed", "Canceled")
 
 
 def submit(api: str, command: str, path: Path, *, simulate: bool = False, **fields: str | bool) -> Json:
@@ -42,7 +42,7 @@ def finished(api: str, command_id: str, timeout: float = 300) -> Json:
                              timeout=60)
         assert response.status_code == 200, response.text
         [command] = response.json()["Commands"]
-        if command["State"] in TERMINAL:
+        if command["State"] in TERMINAL_COMMAND_STATES:
             return command
         assert time.monotonic() < deadline, f"command {command_id} has not ended: {command}"
 
