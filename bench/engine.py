@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from engine_floor import Bound, count_calls, plugin_floor  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
-from support.engine import fake_forma, item, make_engine  # noqa: E402
+from support.engine import fake_forma, item, make_engine, shown  # noqa: E402
 from svc.agent.collector import tune_collector  # noqa: E402
 from svc.config.model import DatastoreConfig  # noqa: E402
 from svc.datastore import open_datastore  # noqa: E402
@@ -75,17 +75,17 @@ async def scale(size: int) -> None:
         await engine.start()
         forma = chains(root / "cloud.db", size, 10)
         timer = Timer()
-        response = await engine.apply(ApplyRequest(forma, "reconcile"), CALLER)
-        view = await engine.wait(response.CommandId)
+        response = await shown(engine).apply(ApplyRequest(forma, "reconcile"), CALLER)
+        view = await shown(engine).wait(response.CommandId)
         applied = str(timer)
         assert view is not None and view.State == "Success", view and view.State
         timer = Timer()
-        again = await engine.apply(ApplyRequest(forma, "reconcile"), CALLER)
+        again = await shown(engine).apply(ApplyRequest(forma, "reconcile"), CALLER)
         noop = str(timer)
         assert not again.Simulation.ChangesRequired
         timer = Timer()
-        response = await engine.destroy(DestroyRequest(forma=forma), CALLER)
-        view = await engine.wait(response.CommandId)
+        response = await shown(engine).destroy(DestroyRequest(forma=forma), CALLER)
+        view = await shown(engine).wait(response.CommandId)
         destroyed = str(timer)
         assert view is not None and view.State == "Success" and not FakeCloud(root / "cloud.db").resources()
         await engine.stop()
@@ -104,9 +104,9 @@ async def latency(size: int = 400, depth: int = 4, delay: float = 0.02) -> None:
         FakeCloud(root / "cloud.db").set_knob("latency", {"*": delay})
         forma = chains(root / "cloud.db", size, depth)
         started = time.perf_counter()
-        response = await engine.apply(ApplyRequest(forma, "reconcile"), CALLER)
+        response = await shown(engine).apply(ApplyRequest(forma, "reconcile"), CALLER)
         submitted = time.perf_counter()
-        view = await engine.wait(response.CommandId)
+        view = await shown(engine).wait(response.CommandId)
         wall = time.perf_counter() - started
         assert view is not None and view.State == "Success" and view.StartTs and view.EndTs
         await engine.stop()

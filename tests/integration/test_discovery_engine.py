@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import applied, fake_forma, item, make_engine, running
+from support.engine import applied, fake_forma, item, make_engine, running, shown
 from svc.config import load_config
 from svc.datastore import Datastore
 from svc.engine.build import build_engine
@@ -46,9 +46,9 @@ def test_paged_throttled_restricted_and_idempotent(datastore: Datastore, tmp_pat
     async def scenario() -> None:
         engine = make_engine(datastore, tmp_path / "engine.key")
         async with running(engine):
-            managed = await engine.apply(ApplyRequest(fake_forma(cloud_path, [item("mine", "m", token="t")]),
+            managed = await shown(engine).apply(ApplyRequest(fake_forma(cloud_path, [item("mine", "m", token="t")]),
                                                       "reconcile"), Caller("client"))
-            assert (await engine.wait(managed.CommandId, 60)).State == "Success"
+            assert (await shown(engine).wait(managed.CommandId, 60)).State == "Success"
             first = await discover(engine, settings)
             assert (first.listed, first.discovered, first.errors) == (ITEMS + 1, ITEMS, [])
             assert cloud.knobs()["throttle"]["remaining"] == 0  # the refused listings were retried

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import CALLER, TIMEOUT, applied, fake_forma, finished, item, res, resource, run
+from support.engine import CALLER, TIMEOUT, applied, fake_forma, finished, item, res, resource, run, shown
+from svc.api.command_views import conflict_data
 from svc.datastore import Datastore
 from svc.engine import errors
 from svc.engine.engine import Engine
@@ -101,14 +102,14 @@ def test_a_command_is_stored_in_progress_with_its_updates_then_sends_its_first_c
 
     async def scenario(engine: Engine) -> None:
         env.cloud.set_knob("latency", {"create": 0.5})
-        response = await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
+        response = await shown(engine).apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
                                       CALLER)
         command = env.datastore.get_command(response.CommandId)
         assert command is not None and command.state == "InProgress" and command.end_ts is None
         updates = {u.resource_label: u.state for u in env.datastore.get_resource_updates(response.CommandId).items}
         assert updates == {"a": "NotStarted", "b": "NotStarted"}  # a's InProgress write waits for a slow call
         assert [call["op"] for call in env.cloud.calls()] == ["create"]  # a's, sent before the answer
-        view = await engine.wait(response.CommandId, TIMEOUT)
+        view = await shown(engine).wait(response.CommandId, TIMEOUT)
         assert view is not None and view.State == "Success"
 
     env.run(scenario)
@@ -158,7 +159,7 @@ def test_update_in_place_then_no_op(env: Env):
         assert (update.Operation, update.State) == ("update", "Success")
         assert update.PatchDocument == [{"op": "replace", "path": "/Value", "value": "2"}]
         assert env.cloud.get(native_id)["properties"]["Value"] == "2"
-        again = await engine.apply(ApplyRequest(env.forma(item("a", "2")), "reconcile"), CALLER)
+        again = await shown(engine).apply(ApplyRequest(env.forma(item("a", "2")), "reconcile"), CALLER)
         assert again.Simulation.ChangesRequired is False
 
     env.run(scenario)
@@ -185,7 +186,7 @@ def test_replace_on_create_only_change(env: Env):
 def test_reconcile_deletes_what_the_forma_dropped_patch_does_not(env: Env):
     async def scenario(engine: Engine) -> None:
         await applied(engine, env.forma(item("a", "1"), item("b", "2")))
-        patch = await engine.apply(ApplyRequest(env.forma(item("a", "1")), "patch"), CALLER)
+        patch = await shown(engine).apply(ApplyRequest(env.forma(item("a", "1")), "patch"), CALLER)
         assert patch.Simulation.ChangesRequired is False and len(env.cloud.resources()) == 2
         view = await applied(engine, env.forma(item("a", "1")))
         assert [(u.ResourceLabel, u.Operation, u.State) for u in view.ResourceUpdates] == [("b", "delete", "Success")]
@@ -196,10 +197,10 @@ def test_reconcile_deletes_what_the_forma_dropped_patch_does_not(env: Env):
 
 def test_simulate_changes_nothing(env: Env):
     async def scenario(engine: Engine) -> None:
-        response = await engine.apply(ApplyRequest(env.forma(item("a", "1")), "reconcile", simulate=True), CALLER)
+        response = await shown(engine).apply(ApplyRequest(env.forma(item("a", "1")), "reconcile", simulate=True), CALLER)
         assert response.Simulation.ChangesRequired
         assert [u.Operation for u in response.Simulation.Command.ResourceUpdates] == ["create"]
-        assert await engine.command(response.CommandId) is None
+        assert await shown(engine).command(response.CommandId) is None
         assert env.cloud.resources() == {} and env.datastore.list_resources().items == ()
         assert env.datastore.list_commands(sources=None).items == ()
 
@@ -213,7 +214,7 @@ def test_reconcile_refused_after_out_of_band_change_then_forced(env: Env):
         env.cloud.set_property(native_a, "Value", "changed-by-hand")
         assert await engine.synchronize() is not None
         with pytest.raises(errors.ReconcileRejected) as raised:
-            await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "3")), "reconcile"), CALLER)
+            await shown(engine).apply(ApplyRequest(env.forma(item("a", "1"), item("b", "3")), "reconcile"), CALLER)
         assert raised.value.data["ModifiedStacks"]["app"]["ModifiedResources"][0]["Label"] == "a"
         view = await applied(engine, env.forma(item("a", "1"), item("b", "3")), force=True)
         assert view.State == "Success"
@@ -236,7 +237,7 @@ def test_update_rejected_when_the_cloud_changed_since_planning(env: Env):
         # Stored as synchronization stores a change outside svc (issue 24 item 8): it is drift.
         assert env.datastore.get_command(stored.command_id).command == "sync"
         with pytest.raises(errors.ReconcileRejected):
-            await engine.apply(ApplyRequest(env.forma(item("a", "2")), "reconcile"), CALLER)
+            await shown(engine).apply(ApplyRequest(env.forma(item("a", "2")), "reconcile"), CALLER)
 
     env.run(scenario)
 
@@ -314,14 +315,14 @@ async def _until(predicate: Callable[[], bool], timeout: float = 20) -> None:
 def test_graceful_cancel_lets_running_finish_and_cancels_the_rest(env: Env):
     async def scenario(engine: Engine) -> None:
         env.cloud.set_knob("hang", {"ops": ["create"], "labels": ["a"]})
-        response = await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
+        response = await shown(engine).apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
                                       CALLER)
         await _until(lambda: any(u.state == "InProgress"
                                  for u in env.datastore.get_resource_updates(response.CommandId).items))
-        canceled = await engine.cancel("", CALLER, force=False)
+        canceled = await shown(engine).cancel("", CALLER, force=False)
         assert canceled.CommandIds == [response.CommandId] and not canceled.Forced
         env.cloud.clear_knobs()
-        view = await engine.wait(response.CommandId, TIMEOUT)
+        view = await shown(engine).wait(response.CommandId, TIMEOUT)
         states = {u.ResourceLabel: u.State for u in view.ResourceUpdates}
         assert states == {"a": "Success", "b": "Canceled"} and view.State == "Canceled"
         assert len(env.cloud.resources()) == 1
@@ -332,24 +333,24 @@ def test_graceful_cancel_lets_running_finish_and_cancels_the_rest(env: Env):
 def test_force_cancel_is_terminal_at_once_and_lists_abandoned(env: Env):
     async def scenario(engine: Engine) -> None:
         env.cloud.set_knob("hang", {"ops": ["create"], "labels": ["a"]})
-        response = await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
+        response = await shown(engine).apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2", ref="a")), "reconcile"),
                                       CALLER)
         await _until(lambda: any(u.state == "InProgress"
                                  for u in env.datastore.get_resource_updates(response.CommandId).items))
-        canceled = await engine.cancel(f"id:{response.CommandId}", CALLER, force=True)
+        canceled = await shown(engine).cancel(f"id:{response.CommandId}", CALLER, force=True)
         assert canceled.Forced
         abandoned = [uri for uri, s in canceled.ResourceUpdateStates.items() if s.ForceCanceled]
         assert len(abandoned) == 1
-        view = await engine.command(response.CommandId)
+        view = await shown(engine).command(response.CommandId)
         assert view.State == "Canceled" and {u.State for u in view.ResourceUpdates} == {"Canceled"}
         env.cloud.clear_knobs()
-        await engine.wait(response.CommandId, TIMEOUT)
-        assert (await engine.command(response.CommandId)).State == "Canceled"
-        assert await engine.cancel("", CALLER, force=True) is None
+        await shown(engine).wait(response.CommandId, TIMEOUT)
+        assert (await shown(engine).command(response.CommandId)).State == "Canceled"
+        assert await shown(engine).cancel("", CALLER, force=True) is None
         # The abandoned create still completed in the cloud: it is recorded, not orphaned.
         await _until(lambda: len(env.datastore.list_resources().items) == 1)
         assert {r.native_id for r in env.datastore.list_resources().items} == set(env.cloud.resources())
-        view = await engine.command(response.CommandId)
+        view = await shown(engine).command(response.CommandId)
         assert view.State == "Canceled" and {u.State for u in view.ResourceUpdates} == {"Canceled"}
 
     env.run(scenario)
@@ -358,12 +359,12 @@ def test_force_cancel_is_terminal_at_once_and_lists_abandoned(env: Env):
 def test_destroy_by_forma_and_by_query(env: Env):
     async def scenario(engine: Engine) -> None:
         await applied(engine, env.forma(item("a", "1"), item("b", "2")))
-        response = await engine.destroy(DestroyRequest(forma=env.forma(item("a", "1"))), CALLER)
-        view = await engine.wait(response.CommandId, TIMEOUT)
+        response = await shown(engine).destroy(DestroyRequest(forma=env.forma(item("a", "1"))), CALLER)
+        view = await shown(engine).wait(response.CommandId, TIMEOUT)
         assert [(u.ResourceLabel, u.Operation, u.State) for u in view.ResourceUpdates] == [("a", "delete", "Success")]
         assert [r["properties"]["Value"] for r in env.cloud.resources().values()] == ["2"]
-        response = await engine.destroy(DestroyRequest(query="label:b"), CALLER)
-        view = await engine.wait(response.CommandId, TIMEOUT)
+        response = await shown(engine).destroy(DestroyRequest(query="label:b"), CALLER)
+        view = await shown(engine).wait(response.CommandId, TIMEOUT)
         assert view.State == "Success" and env.cloud.resources() == {}
         assert env.datastore.list_resources().items == () and env.datastore.get_stack("app") is None
 
@@ -374,10 +375,10 @@ def test_destroy_refuses_dependents_unless_cascading(env: Env):
     async def scenario(engine: Engine) -> None:
         await applied(engine, env.forma(item("a", "1"), item("b", "2", ref="a", stack="other", ref_stack="app"), stacks=("app", "other")))
         with pytest.raises(errors.ResourceHasDependents):
-            await engine.destroy(DestroyRequest(forma=env.forma(item("a", "1"))), CALLER)
-        response = await engine.destroy(DestroyRequest(forma=env.forma(item("a", "1")), on_dependents="cascade"),
+            await shown(engine).destroy(DestroyRequest(forma=env.forma(item("a", "1"))), CALLER)
+        response = await shown(engine).destroy(DestroyRequest(forma=env.forma(item("a", "1")), on_dependents="cascade"),
                                         CALLER)
-        view = await engine.wait(response.CommandId, TIMEOUT)
+        view = await shown(engine).wait(response.CommandId, TIMEOUT)
         order = [c["subject"] for c in env.cloud.calls("delete")]
         assert view.State == "Success" and env.cloud.resources() == {} and len(order) == 2
 
@@ -387,12 +388,12 @@ def test_destroy_refuses_dependents_unless_cascading(env: Env):
 def test_conflicting_apply_is_refused(env: Env):
     async def scenario(engine: Engine) -> None:
         env.cloud.set_knob("hang", {"ops": ["create"]})
-        first = await engine.apply(ApplyRequest(env.forma(item("a", "1")), "reconcile"), CALLER)
+        first = await shown(engine).apply(ApplyRequest(env.forma(item("a", "1")), "reconcile"), CALLER)
         with pytest.raises(errors.ConflictingCommands) as raised:
-            await engine.apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2")), "reconcile"), CALLER)
-        assert raised.value.data["ConflictingCommands"][0]["CommandId"] == first.CommandId
+            await shown(engine).apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2")), "reconcile"), CALLER)
+        assert conflict_data(raised.value)["ConflictingCommands"][0]["CommandId"] == first.CommandId
         env.cloud.clear_knobs()
-        assert (await engine.wait(first.CommandId, TIMEOUT)).State == "Success"
+        assert (await shown(engine).wait(first.CommandId, TIMEOUT)).State == "Success"
 
     env.run(scenario)
 
@@ -407,7 +408,7 @@ def test_conflicting_apply_is_refused(env: Env):
 def test_bad_inputs_are_refused_and_nothing_is_stored(env: Env, make, error):
     async def scenario(engine: Engine) -> None:
         with pytest.raises(error):
-            await engine.apply(ApplyRequest(make(env), "reconcile"), CALLER)
+            await shown(engine).apply(ApplyRequest(make(env), "reconcile"), CALLER)
         assert env.datastore.list_commands(sources=None).items == ()
         assert env.datastore.list_resources().items == () and env.datastore.list_stacks().items == ()
         assert env.cloud.resources() == {}
@@ -430,7 +431,7 @@ def test_secrets_are_stored_only_as_hashes(env: Env):
         for secret in ("s3cr3t-key", "hunter2-pw"):
             assert not any(secret in row for row in rows), secret
         # Unchanged secrets plan nothing; a changed one updates.
-        again = await engine.apply(ApplyRequest(env.forma(bucket, server), "reconcile"), CALLER)
+        again = await shown(engine).apply(ApplyRequest(env.forma(bucket, server), "reconcile"), CALLER)
         assert again.Simulation.ChangesRequired is False
         rotated = resource("bkt", "FAKE::Storage::Bucket",
                            {"Name": "bkt-1", "ApiKey": {"$value": "new-key", "$visibility": "Opaque"}})

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import CALLER, fake_forma, item, reconciled, run
+from support.engine import CALLER, fake_forma, item, reconciled, run, shown
 from svc.datastore import COMMAND_FIELDS, Datastore, parse_query
 from svc.engine import drift
 from svc.engine.engine import Engine
@@ -108,7 +108,7 @@ def test_forced_reconcile_saying_what_drifted_moves_the_baseline_and_plain_no_op
 
         FakeCloud(cloud).set_property(native_id(datastore, "a"), "Value", "by hand")
         assert await engine.synchronize() is not None
-        simulated = await engine.apply(ApplyRequest(forma(cloud, "by hand"), "reconcile", simulate=True), CALLER)
+        simulated = await shown(engine).apply(ApplyRequest(forma(cloud, "by hand"), "reconcile", simulate=True), CALLER)
         assert simulated.Simulation.ChangesRequired is False and datastore.get_command(simulated.CommandId) is None
         assert [d.current.label for d in drift.drift(datastore, "app")] == ["a"]  # a simulation moves nothing
         forced = await reconciled(engine, forma(cloud, "by hand"), force=True)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import fake_forma, item, run_with_engine
+from support.engine import fake_forma, item, run_with_engine, shown
 from support.pgcluster import PgCluster
 from support.records import item_write, stored_command
 from svc.config.model import DatastoreConfig
@@ -163,9 +163,9 @@ def test_a_synchronization_keeps_what_it_read_through_an_outage(cluster: PgClust
     cloud = FakeCloud(tmp_path / "cloud.db")
 
     async def scenario(engine: Engine) -> None:
-        response = await engine.apply(ApplyRequest(fake_forma(cloud.path, [item(f"i{n}", "1") for n in range(5)]),
+        response = await shown(engine).apply(ApplyRequest(fake_forma(cloud.path, [item(f"i{n}", "1") for n in range(5)]),
                                                    "reconcile"), Caller("client-1"))
-        assert (view := await engine.wait(response.CommandId, 60)) is not None and view.State == "Success"
+        assert (view := await shown(engine).wait(response.CommandId, 60)) is not None and view.State == "Success"
         for native_id in cloud.resources():
             cloud.set_property(native_id, "Value", "by hand")
         resources = store.list_resources().items

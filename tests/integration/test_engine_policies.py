@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import CALLER, TIMEOUT, applied, fake_forma, item, resource, run
+from support.engine import CALLER, TIMEOUT, applied, fake_forma, item, resource, run, shown
 from svc.datastore import Datastore
 from svc.engine.engine import Engine
 from svc.engine.expiry import StackExpirer
@@ -72,7 +72,7 @@ def test_the_baseline_is_the_stack_as_its_last_reconcile_left_it(datastore: Data
         assert isinstance(reconciler, AutoReconciler)
         command_id = await reconciler.reconcile("app", CALLER)
         assert command_id is not None
-        view = await engine.wait(command_id, TIMEOUT)
+        view = await shown(engine).wait(command_id, TIMEOUT)
         assert view is not None and view.State == "Success"
         assert [(u.ResourceLabel, u.Operation) for u in view.ResourceUpdates] == [("a", "update")]
         values = {r["properties"].get("Value") for r in FakeCloud(cloud).resources("FAKE::Test::Item").values()}
@@ -118,7 +118,7 @@ def test_a_resource_deleted_outside_svc_comes_back_with_its_secret(datastore: Da
         assert secret == {"$value": "s3cr3t-key", "$visibility": "Opaque"}  # unsealed, never a hash
         command_id = await AutoReconciler(engine).reconcile("app", CALLER)
         assert command_id is not None
-        view = await engine.wait(command_id, TIMEOUT)
+        view = await shown(engine).wait(command_id, TIMEOUT)
         assert view is not None and view.State == "Success", view
         assert sorted((u.ResourceLabel, u.Operation) for u in view.ResourceUpdates) == [("a", "update"),
                                                                                          ("bkt", "create")]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import TIMEOUT, applied, fake_forma, item, resource, run, running
+from support.engine import TIMEOUT, applied, fake_forma, item, resource, run, running, shown
 from svc.config import load_config
 from svc.datastore import Datastore
 from svc.engine.build import build_engine
@@ -120,14 +120,14 @@ def test_stacks_with_a_command_in_flight_are_skipped(datastore: Datastore, tmp_p
     async def scenario(engine: Engine) -> None:
         await applied(engine, fake_forma(cloud.path, [item("a", "1"), item("b", "1")]))
         cloud.set_knob("hang", {"ops": ["update"]})
-        response = await engine.apply(ApplyRequest(fake_forma(cloud.path, [item("a", "2"), item("b", "1")]),
+        response = await shown(engine).apply(ApplyRequest(fake_forma(cloud.path, [item("a", "2"), item("b", "1")]),
                                                    "patch"), Caller(source, source=source))
         cloud.set_property(stored(datastore, "b").native_id, "Value", "by hand")
         try:
             assert await engine.synchronize() is None
         finally:
             cloud.clear_knobs()
-        await engine.wait(response.CommandId, TIMEOUT)
+        await shown(engine).wait(response.CommandId, TIMEOUT)
         assert await engine.synchronize() is not None
 
     run(datastore, tmp_path, scenario)

@@ -3,7 +3,8 @@
 A test writes its scenario as ``async def scenario(engine)`` and runs it with ``run(datastore, tmp_path,
 scenario)``; inside, ``await applied(engine, forma)`` submits a forma as a client would and waits for its
 command to succeed (``finished``: to end, however it ends; ``reconciled``: a reconcile that may have nothing
-to do).
+to do). ``shown(engine)`` answers as a client sees it: the command service's records rendered by the API's
+views (``svc.api.command_views``).
 
 Formas are built as the evaluated JSON the CLI sends (``fake_forma``), with the FAKE plugin's real
 descriptors (extracted once from its Pkl schema package), so tests need no Pkl evaluation per forma.
@@ -18,12 +19,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from svc.api.command_views import cancel_response, stored_view, submit_response
 from svc.datastore.interface import Datastore
 from svc.engine.engine import Engine, EngineSettings, PluginLimits
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.sealing import Sealer
-from svc.engine.service import ApplyRequest, Caller
+from svc.engine.service import ApplyRequest, Caller, DestroyRequest
+from svc.model import wire
 from svc.model.forma import Forma
 from svc.model.schema import Schema
 from svc.plugins.installed import installed_plugins
@@ -47,6 +50,36 @@ def make_engine(datastore: Datastore, key_file: Path, *, retry: RetryPolicy = FA
     catalog = Catalog(frozenset({"FAKE"}), fake_schemas())
     settings = EngineSettings(retry=retry, plugins={"FAKE": PluginLimits(rate, max_in_flight, retry)})
     return Engine(datastore, {"FAKE": runner}, catalog, Sealer.from_file(key_file), settings)
+
+
+class Shown:
+    """The engine's answers as the API renders them (``svc.api.command_views``): what a client sees."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def apply(self, request: ApplyRequest, caller: Caller) -> wire.SubmitCommandResponse:
+        return submit_response(await self.engine.apply(request, caller), caller)
+
+    async def destroy(self, request: DestroyRequest, caller: Caller) -> wire.SubmitCommandResponse:
+        return submit_response(await self.engine.destroy(request, caller), caller)
+
+    async def command(self, command_id: str, **kwargs: Any) -> wire.CommandView | None:
+        stored = await self.engine.command(command_id, **kwargs)
+        return stored_view(stored) if stored is not None else None
+
+    async def wait(self, command_id: str, timeout: float | None = None) -> wire.CommandView | None:
+        stored = await self.engine.wait(command_id, timeout)
+        return stored_view(stored) if stored is not None else None
+
+    async def cancel(self, query: str, caller: Caller, *, force: bool) -> wire.CancelCommandResponse | None:
+        outcome = await self.engine.cancel(query, caller, force=force)
+        return cancel_response(outcome) if outcome is not None else None
+
+
+def shown(engine: Engine) -> Shown:
+    """The engine, answering as the API renders its answers."""
+    return Shown(engine)
 
 
 @asynccontextmanager
@@ -76,9 +109,9 @@ def run(datastore: Datastore, tmp_path: Path, scenario: Callable[[Engine], Await
 async def finished(engine: Engine, forma: Forma, mode: str = "reconcile", **request: Any) -> Any:
     """``forma`` submitted by ``CALLER`` (``request``: more ``ApplyRequest`` fields, e.g. ``force=True``); it
     must have changes to make. Its command's view once it has ended, however it ended."""
-    response = await engine.apply(ApplyRequest(forma, mode, **request), CALLER)  # type: ignore[arg-type]
+    response = await shown(engine).apply(ApplyRequest(forma, mode, **request), CALLER)  # type: ignore[arg-type]
     assert response.Simulation.ChangesRequired, f"{mode} of the forma planned no changes"
-    view = await engine.wait(response.CommandId, TIMEOUT)
+    view = await shown(engine).wait(response.CommandId, TIMEOUT)
     assert view is not None, f"command {response.CommandId} is unknown"
     return view
 
@@ -93,9 +126,9 @@ async def applied(engine: Engine, forma: Forma, mode: str = "reconcile", **reque
 async def reconciled(engine: Engine, forma: Forma, *, force: bool = False) -> Any:
     """A reconcile that may have nothing to do (then no command runs); when it has, its command succeeded.
     The submit's answer (``Simulation``, ``CommandId``)."""
-    response = await engine.apply(ApplyRequest(forma, "reconcile", force=force), CALLER)
+    response = await shown(engine).apply(ApplyRequest(forma, "reconcile", force=force), CALLER)
     if response.Simulation.ChangesRequired:
-        view = await engine.wait(response.CommandId, TIMEOUT)
+        view = await shown(engine).wait(response.CommandId, TIMEOUT)
         assert view is not None and view.State == "Success", view
     return response
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from support.engine import make_engine
+from support.engine import make_engine, shown
 from svc.config.model import DatastoreConfig
 from svc.datastore import open_datastore
 from svc.datastore.interface import Datastore
@@ -51,7 +51,7 @@ async def main(args: argparse.Namespace) -> int:
     print("started", flush=True)
     if not store.list_commands(sources=None).items:
         forma = Forma.model_validate(json.loads(Path(args.forma).read_text()))
-        response = await engine.apply(ApplyRequest(forma, "reconcile"), CALLER)
+        response = await shown(engine).apply(ApplyRequest(forma, "reconcile"), CALLER)
         print("submitted", response.CommandId, flush=True)
     if args.wait:
         while store.list_incomplete_commands().items:
@@ -68,7 +68,7 @@ async def main(args: argparse.Namespace) -> int:
 
 async def _settle(engine: Engine, store: Datastore) -> None:
     """Until no command is unfinished and no force-canceled change is still running."""
-    while await asyncio.to_thread(lambda: store.list_incomplete_commands().items) or engine._detached:
+    while await asyncio.to_thread(lambda: store.list_incomplete_commands().items) or engine.runs.detached:
         await asyncio.sleep(0.02)
 
 
@@ -78,16 +78,16 @@ async def _answer(engine: Engine, store: Datastore, request: dict[str, Any]) -> 
         if op in ("apply", "destroy"):
             forma = Forma.model_validate(request["forma"])
             if op == "apply":
-                response = await engine.apply(ApplyRequest(forma, request["mode"], force=request["force"]), CALLER)
+                response = await shown(engine).apply(ApplyRequest(forma, request["mode"], force=request["force"]), CALLER)
             else:
-                response = await engine.destroy(DestroyRequest(forma=forma, on_dependents=request["on_dependents"]),
+                response = await shown(engine).destroy(DestroyRequest(forma=forma, on_dependents=request["on_dependents"]),
                                                  CALLER)
             return {"command_id": response.CommandId, "changes": response.Simulation.ChangesRequired}
         if op == "wait":
-            view = await engine.wait(request["command_id"], request["timeout"])
+            view = await shown(engine).wait(request["command_id"], request["timeout"])
             return {"state": view.State if view is not None else None}
         if op == "cancel":
-            await engine.cancel(request["query"], CALLER, force=request["force"])
+            await shown(engine).cancel(request["query"], CALLER, force=request["force"])
             return {}
         if op == "settle":
             await asyncio.wait_for(_settle(engine, store), request["timeout"])

@@ -11,13 +11,14 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from svc.api.auth import BasicAuthenticator, BasicAuthMiddleware
+from svc.api.command_views import conflict_data
 from svc.api.health import DatastoreHealth
 from svc.api.problems import HttpProblem
 from svc.api.responses import JSONResponse
 from svc.api.routes import ROUTERS
 from svc.config.model import AgentConfig
 from svc.datastore import Datastore, DatastoreUnavailable, InvalidCursorError, InvalidQueryError
-from svc.engine.errors import EngineError
+from svc.engine.errors import ConflictingCommands, EngineError
 from svc.engine.service import CommandService
 
 API_PREFIX = "/api/v1"
@@ -97,6 +98,11 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(EngineError)
     async def engine_error(_: Request, error: EngineError) -> JSONResponse:
         return JSONResponse({"error": error.error_type, "data": error.data, "message": error.message},
+                            status_code=error.status)
+
+    @app.exception_handler(ConflictingCommands)
+    async def conflicting_commands(_: Request, error: ConflictingCommands) -> JSONResponse:
+        return JSONResponse({"error": error.error_type, "data": conflict_data(error), "message": error.message},
                             status_code=error.status)
 
     @app.exception_handler(InvalidQueryError)

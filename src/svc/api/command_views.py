@@ -1,4 +1,6 @@
-"""Commands as the API shows them (``svc.model.wire``), from stored records or from a plan."""
+"""Commands as the API shows them (``svc.model.wire``): what the command service returns (stored records,
+a plan's changeset, a cancel's outcome) rendered as the reference's wire shapes, secrets hashed.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +8,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from svc.engine.errors import ConflictingCommands
 from svc.engine.ledger import UpdateData
 from svc.engine.planner.changeset import Changeset, PolicyChange, ResourceChange
+from svc.engine.service import Caller, CancelOutcome, StoredCommand, Submission
 from svc.model import values, wire
 from svc.model.records import CommandRecord, ResourceUpdateRecord
 from svc.model.schema_cache import opaque_fields_of
@@ -110,19 +114,38 @@ def plan_view(command_id: str, changeset: Changeset, *, client_id: str) -> wire.
         PolicyUpdates=[_policy_view(p, "NotStarted") for p in changeset.policies] or None)
 
 
+def stored_view(stored: StoredCommand) -> wire.CommandView:
+    """A command read back: in full, or summarised when its updates were read without their documents."""
+    if stored.summary:
+        return summary_view(stored.record, stored.updates)
+    return command_view(stored.record, stored.updates)
+
+
+def submit_response(submission: Submission, caller: Caller) -> wire.SubmitCommandResponse:
+    """An apply's or destroy's answer: the plan as a command view, or that nothing needs to change."""
+    changeset = submission.changeset
+    if not changeset.has_changes:
+        return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
+            ChangesRequired=False, BaselineStacks=changeset.absorbed or None))
+    view = plan_view(submission.command_id, changeset, client_id=caller.client_id)
+    return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
+        ChangesRequired=True, Command=view, Warnings=changeset.warnings or None))
+
+
 def update_uri(ksuid: str) -> str:
     """How a cancel answer names a resource update (the reference's resource URI)."""
     return f"svc://{ksuid}#"
 
 
-def cancel_states(command_id: str, canceled: Iterable[ResourceChange], running: Iterable[ResourceChange],
-                  abandoned: Iterable[ResourceChange]) -> dict[str, wire.CanceledUpdateState]:
-    """A cancel answer's updates: ``canceled`` (nothing changed), ``running`` (left to finish: InProgress),
-    ``abandoned`` (a forced cancel ended them during a plugin call)."""
-    def state(change: ResourceChange, value: str, forced: bool = False) -> wire.CanceledUpdateState:
-        return wire.CanceledUpdateState(State=value, ForceCanceled=forced or None, CommandId=command_id,  # type: ignore[arg-type]
-                                        ResourceType=change.type, ResourceLabel=change.label, StackName=change.stack)
+def cancel_response(outcome: CancelOutcome) -> wire.CancelCommandResponse:
+    states = {update_uri(u.ksuid): wire.CanceledUpdateState(
+                  State=u.state, ForceCanceled=u.forced or None, CommandId=u.command_id, ResourceType=u.resource_type,
+                  ResourceLabel=u.resource_label, StackName=u.stack)
+              for u in outcome.updates}
+    return wire.CancelCommandResponse(CommandIds=outcome.command_ids, ResourceUpdateStates=states or None,
+                                      Forced=outcome.forced or None)
 
-    return {**{update_uri(c.ksuid): state(c, "Canceled") for c in canceled},
-            **{update_uri(c.ksuid): state(c, "InProgress") for c in running},
-            **{update_uri(c.ksuid): state(c, "Canceled", True) for c in abandoned}}
+
+def conflict_data(error: ConflictingCommands) -> dict[str, Any]:
+    """The refusal's ``data``: the conflicting commands as views."""
+    return {**error.data, "ConflictingCommands": [stored_view(each).to_json() for each in error.commands]}

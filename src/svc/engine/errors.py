@@ -6,7 +6,11 @@ reference's machine-readable ``data``. No error ever contains an opaque (secret)
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from svc.engine.service import StoredCommand
 
 
 class EngineError(Exception):
@@ -59,8 +63,15 @@ class TargetReferenceNotFound(EngineError):
 
 
 class ConflictingCommands(EngineError):
+    """``commands``: the unfinished commands still changing the stacks, as stored; the API renders them as
+    ``data.ConflictingCommands``."""
+
     error_type = "ConflictingCommands"
     status = 409
+
+    def __init__(self, message: str, commands: Sequence[StoredCommand] = ()) -> None:
+        super().__init__(message)
+        self.commands = list(commands)
 
 
 class ReconcileRejected(EngineError):

@@ -89,15 +89,15 @@ class StackExpirer(PeriodicJob):
         request = DestroyRequest(query=f"stack:{literal(stack.label)}",
                                  on_dependents="cascade" if ttl.on_dependents == "cascade" else "abort")
         try:
-            response = await self.engine.destroy(request, CALLER)
+            submission = await self.engine.destroy(request, CALLER)
         except EngineError as error:
             log.warning("stack %s expired, but its destroy was refused: %s", stack.label, error.message)
             return
         sweep.expired_stacks.append(stack.label)
-        if response.Simulation.ChangesRequired:
+        if submission.changes_required:
             log.info("stack %s expired (TTL policy %s): destroying it with command %s", stack.label,
-                     ttl.record.label, response.CommandId)
-            sweep.command_ids.append(response.CommandId)
+                     ttl.record.label, submission.command_id)
+            sweep.command_ids.append(submission.command_id)
 
     def _dependents(self, stack: str) -> list[str]:
         """``stack/type/label`` of the managed resources of other stacks that refer to one of ``stack``."""

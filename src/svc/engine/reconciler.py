@@ -104,14 +104,14 @@ class AutoReconciler(PeriodicJob):
                 raise ReconcilePolicyRequired(f"stack {stack!r} has no auto-reconcile policy; declare one "
                                               "(svc.AutoReconcilePolicy) in its forma first", {"StackLabel": stack})
             if busy is not None:
-                view = await self.engine.command(busy)
+                stored = await self.engine.command(busy)
                 raise ConflictingCommands(f"command {busy} is still changing stack {stack!r}; wait for it or "
-                                          "cancel it", {"ConflictingCommands": [view.to_json()] if view else []})
+                                          "cancel it", [stored] if stored else [])
             forma = await asyncio.to_thread(baseline, self.engine.store, self.engine.sealer, stack)
             if forma is None:
                 return None
-            response = await self.engine.apply(ApplyRequest(forma, "reconcile", force=True), caller)
-            return response.CommandId if response.Simulation.ChangesRequired else None
+            submission = await self.engine.apply(ApplyRequest(forma, "reconcile", force=True), caller)
+            return submission.command_id if submission.changes_required else None
 
     def _state(self, stack: str) -> tuple[Effective | None, str | None]:
         store = self.engine.store

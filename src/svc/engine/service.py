@@ -1,18 +1,21 @@
-"""The command service: what the HTTP API asks of the engine.
+"""The command service: everything the HTTP API asks of the engine, and what it answers.
 
-The API parses and authenticates requests, then calls one of these methods and serialises the
-returned wire objects (``svc.model.wire``). Refusals are ``svc.engine.errors.EngineError``; a lost
-datastore is ``svc.datastore.DatastoreUnavailable`` (HTTP 503).
+The API parses and authenticates requests, calls one of these methods and renders what it returns
+(stored records, a changeset, plain results) as wire objects (``svc.api.command_views``); it never
+reaches past this protocol. Refusals are ``svc.engine.errors.EngineError``; a lost datastore is
+``svc.datastore.DatastoreUnavailable`` (HTTP 503); a background job this agent does not run is
+``JobNotRunning``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from svc.model import wire
+from svc.engine.planner.changeset import Changeset
 from svc.model.forma import Forma
+from svc.model.records import CommandRecord, ResourceUpdateRecord
 
 
 @dataclass(frozen=True)
@@ -43,24 +46,99 @@ class DestroyRequest:
     on_dependents: Literal["abort", "cascade"] = "abort"
 
 
-class CommandService(Protocol):
-    async def apply(self, request: ApplyRequest, caller: Caller) -> wire.SubmitCommandResponse:
-        """Plans (and unless simulating, stores and starts) an apply; ``ChangesRequired`` false = no-op."""
+@dataclass(frozen=True)
+class Submission:
+    """What an apply or destroy did. ``changeset``: the plan (``has_changes`` false when nothing needs to
+    change; ``absorbed``: the stacks whose drift a no-op reconcile takes in as their new baseline);
+    ``command_id``: the stored command, "" for a simulation or a no-op that stored nothing (every id a
+    client is given can be looked up)."""
 
-    async def destroy(self, request: DestroyRequest, caller: Caller) -> wire.SubmitCommandResponse: ...
+    command_id: str
+    changeset: Changeset
+
+    @property
+    def changes_required(self) -> bool:
+        return self.changeset.has_changes
+
+
+@dataclass(frozen=True)
+class StoredCommand:
+    """A command as stored, with its resource updates; ``summary``: the updates were read without their
+    documents (``Datastore.get_resource_update_summaries``)."""
+
+    record: CommandRecord
+    updates: tuple[ResourceUpdateRecord, ...]
+    summary: bool = False
+
+
+@dataclass(frozen=True)
+class CanceledUpdate:
+    """One resource update a cancel reached: ``state`` Canceled (it changed nothing, or ``forced``: a forced
+    cancel abandoned its plugin call) or InProgress (in a plugin call, left to finish)."""
+
+    command_id: str
+    ksuid: str
+    resource_type: str
+    resource_label: str
+    stack: str
+    state: Literal["Canceled", "InProgress"]
+    forced: bool = False
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    command_ids: list[str]
+    updates: list[CanceledUpdate]
+    forced: bool
+
+
+class JobNotRunning(LookupError):
+    """The agent runs no such background job (an engine built without it, as in tests)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"this agent runs no {name} job")
+        self.name = name
+
+
+class JobReport(Protocol):
+    """What a background job's run did, as the ``/admin`` endpoints answer it."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+class CommandService(Protocol):
+    async def apply(self, request: ApplyRequest, caller: Caller) -> Submission:
+        """Plans (and unless simulating, stores and starts) an apply."""
+
+    async def destroy(self, request: DestroyRequest, caller: Caller) -> Submission: ...
 
     async def command(self, command_id: str, *, summary: bool = False,
-                      updated_since: datetime | None = None) -> wire.CommandView | None:
-        """``summary``: each resource update reduced to its identity, operation, state and error; with
-        ``updated_since``, only the updates whose state was written since then."""
+                      updated_since: datetime | None = None) -> StoredCommand | None:
+        """``summary``: the updates without their documents; with ``updated_since``, only the updates whose
+        state was written since then."""
 
     async def await_end(self, command_id: str, timeout: float) -> None:
         """Returns once the command's execution in this agent has ended, or after ``timeout`` seconds."""
 
     async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
-                       max_results: int) -> list[wire.CommandView]:
+                       max_results: int) -> list[StoredCommand]:
         """Newest first; only user commands (not sync/discovery). Empty query + client scope = the
         caller's latest command."""
 
-    async def cancel(self, query: str, caller: Caller, *, force: bool) -> wire.CancelCommandResponse | None:
+    async def cancel(self, query: str, caller: Caller, *, force: bool) -> CancelOutcome | None:
         """``None`` when nothing was in progress to cancel."""
+
+    async def run_discovery(self) -> JobReport:
+        """Runs discovery now (after the run in progress, if any); ``JobNotRunning`` without the job."""
+
+    async def run_synchronization(self) -> str | None:
+        """Runs synchronization now: the sync command's id, None when nothing changed."""
+
+    async def run_ttl_check(self) -> JobReport:
+        """Runs the stack expirer's sweep now."""
+
+    async def reconcile_stack(self, stack: str, caller: Caller) -> str | None:
+        """Auto-reconciles ``stack`` now: the command's id, None when nothing drifted."""
+
+    def plugin_processes(self) -> dict[str, dict[str, Any]]:
+        """The plugins this agent runs, by upper-case namespace: each one's process (state, pid, …)."""

@@ -34,9 +34,10 @@ from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.engine.discovery_filters import MatchFilter, excluded
 from svc.engine.discovery_settings import PluginDiscovery
-from svc.engine.engine import PAGE, Engine
+from svc.engine.engine import Engine
 from svc.engine.observed import SyncCommand, observed_write
 from svc.engine.operations import read
+from svc.engine.queries import PAGE
 from svc.model import values
 from svc.model.opaque import opaque_fields
 from svc.model.records import ResourceVersion, ResourceWrite, TargetRecord, every_item

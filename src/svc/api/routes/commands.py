@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from svc.api import deps
+from svc.api.command_views import cancel_response, stored_view, submit_response
 from svc.api.problems import bad_request, not_found
 from svc.api.responses import JSONResponse
 from svc.api.submission import read_submission
@@ -53,10 +54,11 @@ async def submit_command(request: Request) -> JSONResponse:
     submission = await read_submission(request)
     service = deps.service(request)
     if isinstance(submission, ApplyRequest):
-        response = await service.apply(submission, caller)
+        submitted = await service.apply(submission, caller)
     else:
-        response = await service.destroy(submission, caller)
-    started = response.Simulation.ChangesRequired and not submission.simulate
+        submitted = await service.destroy(submission, caller)
+    response = submit_response(submitted, caller)
+    started = submitted.changes_required and not submission.simulate
     if not started:
         return JSONResponse(response.to_json(), status_code=200)
     return JSONResponse(response.to_json(), status_code=202,
@@ -82,7 +84,7 @@ async def command_status(request: Request, command_id: str, summary: str = "", u
                                     updated_since=since)
     if command is None:
         raise not_found(f"command not found: {command_id}")
-    return JSONResponse(wire.ListCommandStatusResponse(Commands=[command]).to_json(),
+    return JSONResponse(wire.ListCommandStatusResponse(Commands=[stored_view(command)]).to_json(),
                         headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
 
 
@@ -119,7 +121,7 @@ async def list_commands(request: Request, query: str = "", scope: str = "client"
                                                     max_results=limit)
     if not commands:
         raise not_found("no commands match")
-    return wire.ListCommandStatusResponse(Commands=commands).to_json()
+    return wire.ListCommandStatusResponse(Commands=[stored_view(each) for each in commands]).to_json()
 
 
 @router.post("/commands/cancel", status_code=202,
@@ -132,4 +134,4 @@ async def cancel_commands(request: Request, query: str = "", force: str = "") ->
     outcome = await deps.service(request).cancel(query, caller, force=force.lower() == "true")
     if outcome is None:
         return Response(status_code=404)
-    return JSONResponse(outcome.to_json(), status_code=202)
+    return JSONResponse(cancel_response(outcome).to_json(), status_code=202)

@@ -21,21 +21,14 @@ router = APIRouter()
 _SCOPES = ("installed", "available")
 
 
-def _running(request: Request) -> dict[str, Any]:
-    runners = getattr(request.app.state.service, "runners", {}) or {}
-    return {name.upper(): runner for name, runner in runners.items()}
-
-
 async def _plugins(request: Request) -> list[dict[str, Any]]:
-    running = _running(request)
+    running = deps.service(request).plugin_processes()
     plugins = []
     for plugin in await deps.in_thread(installed_listing):
-        runner = running.get(plugin["namespace"].upper())
-        if runner is None:
+        process = running.get(plugin["namespace"].upper())
+        if process is None:
             plugin.setdefault("loadStatus", "disabled")
         else:
-            describe = getattr(runner, "describe", None)
-            process = describe() if callable(describe) else {"state": "running", "inProcess": True}
             plugin["loadStatus"] = process["state"]
             plugin["process"] = process
         plugins.append(plugin)

@@ -12,7 +12,7 @@ from svc.api.resource_views import ReferenceNames, resource_json
 from svc.api.responses import JSONResponse
 from svc.datastore import Datastore
 from svc.engine.drift import Drifted, drift, drift_patch, observed
-from svc.engine.reconciler import AutoReconciler
+from svc.engine.service import JobNotRunning
 
 router = APIRouter()
 
@@ -60,10 +60,10 @@ async def stack_drift(request: Request, stack: str) -> dict[str, Any]:
                      "ConflictingCommands while a command is busy with it; 200 {message: \"no drift detected\"} "
                      "or 202 {command_id}.")
 async def reconcile_stack(request: Request, stack: str) -> JSONResponse:
-    reconciler = getattr(deps.service(request), "jobs", {}).get("auto-reconciler")
-    if not isinstance(reconciler, AutoReconciler):
-        raise HttpProblem(503, {"message": "this agent runs no auto-reconciler"})
-    command_id = await reconciler.reconcile(stack, deps.caller(request))
+    try:
+        command_id = await deps.service(request).reconcile_stack(stack, deps.caller(request))
+    except JobNotRunning:
+        raise HttpProblem(503, {"message": "this agent runs no auto-reconciler"}) from None
     if command_id is None:
         return JSONResponse({"message": "no drift detected"})
     return JSONResponse({"command_id": command_id}, status_code=202)

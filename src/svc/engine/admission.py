@@ -1,0 +1,212 @@
+"""Admission: an apply or destroy planned, checked, stored and started.
+
+Admission runs under one lock so two commands can never both pass the conflict check; planning and SQL
+run off the event loop. A command is stored InProgress with its updates, then launched (``runs``); the
+answer waits until its first plugin calls went out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from svc.datastore.errors import DatastoreUnavailable
+from svc.datastore.interface import Datastore
+from svc.datastore.query import DESTROY_FIELDS, parse_query
+from svc.engine import drift
+from svc.engine.background import PeriodicJob
+from svc.engine.errors import ConflictingCommands, InvalidForma
+from svc.engine.executor import Node
+from svc.engine.graph import build_graph
+from svc.engine.ledger import command_record, update_data, update_record
+from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
+from svc.engine.policies import persist_policies, stored_policies
+from svc.engine.queries import PAGE, incomplete_commands, updates_of
+from svc.engine.runs import Runs
+from svc.engine.sealing import Sealer
+from svc.engine.service import ApplyRequest, Caller, DestroyRequest, StoredCommand, Submission
+from svc.ids import new_id
+from svc.model.records import CommandRecord, ResourceUpdateRecord, TargetWrite, every_item
+from svc.model.states import CommandState, UpdateState
+
+log = logging.getLogger("svc.engine")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What every stored command records of the agent that admitted it."""
+
+    agent_id: str = ""
+    agent_version: str = ""
+
+
+class Admission:
+    def __init__(self, store: Datastore, catalog: Catalog, sealer: Sealer, runs: Runs,
+                 jobs: Mapping[str, PeriodicJob], provenance: Provenance) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.sealer = sealer
+        self.runs = runs
+        self.jobs = jobs  # read when a command ends, for discovery after it: filled after construction
+        self.provenance = provenance
+        self._lock = asyncio.Lock()
+
+    async def apply(self, request: ApplyRequest, caller: Caller) -> Submission:
+        forma = request.forma
+        # Drift is looked up for --force too: it is not refused then, but a reconcile that takes it in moves the
+        # stacks' baseline even when it changes nothing (``_store_baseline``).
+        drift_stacks = {r.stack for r in forma.resources} if request.mode == "reconcile" else set()
+        plan_request = PlanRequest("apply", request.mode, forma, force=request.force)
+        return await self._submit(plan_request, drift_stacks, caller, request.simulate,
+                                  (forma.description.text or "", forma.description.confirm))
+
+    async def destroy(self, request: DestroyRequest, caller: Caller) -> Submission:
+        if request.query:
+            query = parse_query(request.query, DESTROY_FIELDS)
+            matches = await asyncio.to_thread(lambda: every_item(lambda c: self.store.list_resources(
+                query, cursor=c, limit=PAGE)))
+            plan_request = PlanRequest("destroy", "patch", None, on_dependents=request.on_dependents,
+                                       destroy_matches=tuple(r for r in matches if r.managed))
+            description = ("", False)
+        elif request.forma is not None:
+            plan_request = PlanRequest("destroy", "patch", request.forma, on_dependents=request.on_dependents)
+            description = (request.forma.description.text or "", request.forma.description.confirm)
+        else:
+            raise InvalidForma("destroy needs a forma or a query", {})
+        return await self._submit(plan_request, set(), caller, request.simulate, description)
+
+    async def _submit(self, request: PlanRequest, drift_stacks: set[str], caller: Caller, simulate: bool,
+                      description: tuple[str, bool]) -> Submission:
+        # An id is answered only for a command that is stored, so that every id a client is given can be looked
+        # up: a simulation, or a submission that needs no change and moves no baseline, answers "".
+        command_id = "" if simulate else new_id()
+        async with self._lock:
+            changeset = await self._plan(request, drift_stacks)
+            if not changeset.has_changes:
+                stored = changeset.absorbed and not simulate
+                if stored:
+                    await asyncio.to_thread(self._store_baseline, command_id, changeset, request.force, caller,
+                                            description)
+                return Submission(command_id if stored else "", changeset)
+            graph = build_graph(changeset.resources)
+            if simulate:
+                return Submission(command_id, changeset)
+            await self._refuse_conflicts(changeset)
+            data = [update_data(change, self.sealer) for change in changeset.resources]
+            records = [update_record(command_id, change, each)
+                       for change, each in zip(changeset.resources, data, strict=True)]
+            # Stored as InProgress: it starts as soon as it is stored, and a separate write of that state would
+            # stand between storing the command and its first plugin call.
+            command = self._record(command_id, changeset, request.force, caller, description,
+                                   state=CommandState.IN_PROGRESS)
+            await asyncio.to_thread(self._store_command, command, records, changeset)
+            nodes = {change.key: Node(change, each) for change, each in zip(changeset.resources, data, strict=True)}
+            run = self.runs.launch(command_id, graph, nodes, command)
+            if any(target.starts_discovery for target in changeset.targets):
+                self._discover_after(command_id)
+        # The first plugin calls go out before the caller builds and sends its answer (the plan of a big
+        # command takes milliseconds to serialise), not after.
+        await run.dispatched.wait()
+        return Submission(command_id, changeset)
+
+    def _record(self, command_id: str, changeset: Changeset, force: bool, caller: Caller,
+                description: tuple[str, bool], **state: str) -> CommandRecord:
+        return command_record(command_id, changeset, client_id=caller.client_id, subject=caller.subject,
+                              force=force, description=description, agent_id=self.provenance.agent_id,
+                              agent_version=self.provenance.agent_version, source=caller.source, **state)
+
+    async def _plan(self, request: PlanRequest, reconcile_stacks: set[str]) -> Changeset:
+        def work() -> Changeset:
+            inventory = self._inventory(reconcile_stacks)
+            inventory.policies = stored_policies(self.store, request.forma)
+            return plan(request, inventory, self.catalog, new_id)
+
+        return await asyncio.to_thread(work)
+
+    def _inventory(self, reconcile_stacks: set[str]) -> Inventory:
+        resources = every_item(lambda c: self.store.list_resources(cursor=c, limit=PAGE))
+        targets = every_item(lambda c: self.store.list_targets(cursor=c, limit=PAGE))
+        stacks = every_item(lambda c: self.store.list_stacks(cursor=c, limit=PAGE))
+        inventory = Inventory(resources, {t.label: t for t in targets}, {s.label: s for s in stacks})
+        for stack in reconcile_stacks:
+            inventory.modifications[stack] = self._modifications(stack)
+        return inventory
+
+    def _modifications(self, stack: str) -> list[Modification]:
+        """Versions written in ``stack`` since its last reconcile by anything but that reconcile."""
+        changed = drift.modified(self.store, stack)
+        outside = drift.out_of_band(self.store, changed)
+        return [Modification(stack, v.type, v.label, "delete" if v.deleted else "update", v.ksuid, v.ksuid in outside)
+                for v in changed]
+
+    def _store_baseline(self, command_id: str, changeset: Changeset, force: bool, caller: Caller,
+                        description: tuple[str, bool]) -> None:
+        """A reconcile whose forma already says what drifted (e.g. after ``svc extract``) changes nothing, yet
+        it is its stacks' new baseline: without a record the drift would still be listed, refuse the next
+        reconcile that changes those resources, and be reverted by auto-reconcile. It is stored as a finished
+        command without updates, covering its stacks."""
+        command = self._record(command_id, changeset, force, caller, description)
+        self.store.put_command(replace(command, state=CommandState.SUCCESS, end_ts=command.start_ts),
+                               stacks=changeset.reconciled)
+
+    def _store_command(self, command: CommandRecord, records: list[ResourceUpdateRecord],
+                       changeset: Changeset) -> None:
+        # Stacks and targets first (outside the DAG, as the reference does): resources name them.
+        for stack in changeset.stacks:
+            if stack.operation == "create":
+                self.store.create_stack(stack.label, stack.description, command_id=command.id)
+            else:
+                self.store.update_stack(stack.label, stack.description, command_id=command.id)
+        for target in changeset.targets:
+            if target.operation != "delete":
+                self.store.put_target(TargetWrite(target.label, target.namespace, target.config,
+                                                  target.config_schema, target.discoverable))
+        persist_policies(self.store, changeset.policies, command.id)  # after the stacks they belong to
+        self.store.put_command(command, records, stacks=changeset.reconciled)
+
+    async def _refuse_conflicts(self, changeset: Changeset) -> None:
+        stacks = changeset.stack_labels
+
+        def conflicting() -> list[StoredCommand]:
+            found = []
+            for command in incomplete_commands(self.store):
+                if command.command not in ("apply", "destroy"):  # background reads change nothing
+                    continue
+                updates = updates_of(self.store, command.id)
+                live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
+                                                              UpdateState.REJECTED)]
+                if any(u.stack_label in stacks for u in live):
+                    found.append(StoredCommand(command, tuple(updates)))
+            return found
+
+        found = await asyncio.to_thread(conflicting)
+        if found:
+            ids = ", ".join(each.record.id for each in found)
+            raise ConflictingCommands(f"command(s) {ids} still change these stacks; wait for them or cancel them",
+                                      commands=found)
+
+    def _discover_after(self, command_id: str) -> None:
+        """A target made discoverable (created so, or updated to be) is listed when the command storing it
+        ends, not at the next interval (engine.md §6 triggers); after, so its own creates are not discovered."""
+        job, command = self.jobs.get("discovery"), self.runs.task(command_id)
+        if job is None or not job.enabled or command is None:
+            return
+
+        async def discover() -> None:
+            try:
+                await job.run_now()
+            except DatastoreUnavailable:
+                pass  # the datastore logs the outage; the periodic run tries again
+            except Exception:  # noqa: BLE001 - the periodic run tries again
+                log.exception("discovery after command %s failed", command_id)
+
+        def start(done: asyncio.Task[str]) -> None:
+            if done.cancelled():  # the agent is stopping
+                return
+            task = asyncio.create_task(discover(), name=f"discovery after {command_id}")
+            self.runs.detached.add(task)
+            task.add_done_callback(self.runs.detached.discard)
+
+        command.add_done_callback(start)

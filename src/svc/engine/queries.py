@@ -1,0 +1,55 @@
+"""Reading commands back: one command, a list of them, and the paged reads the engine's other parts share.
+
+Every function is synchronous (SQL): the service runs them on a worker thread. What is read is returned as
+stored (``StoredCommand``); the API renders it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from svc.datastore.interface import Datastore
+from svc.datastore.query import COMMAND_FIELDS, parse_query
+from svc.engine.service import Caller, StoredCommand
+from svc.model.records import CommandRecord, ResourceUpdateRecord, every_item
+
+PAGE = 1000
+
+
+def updates_of(store: Datastore, command_id: str) -> list[ResourceUpdateRecord]:
+    """Every resource update of the command, with its document."""
+    return every_item(lambda c: store.get_resource_updates(command_id, cursor=c, limit=PAGE))
+
+
+def incomplete_commands(store: Datastore) -> list[CommandRecord]:
+    return every_item(lambda c: store.list_incomplete_commands(cursor=c, limit=PAGE))
+
+
+def read_command(store: Datastore, command_id: str, *, summary: bool = False,
+                 updated_since: datetime | None = None) -> StoredCommand | None:
+    """The command and its updates; ``summary``: the updates without their documents, with ``updated_since``
+    only those whose state was written since then (a poll of a 10,000-update command cost a second of the
+    agent's CPU with the documents)."""
+    command = store.get_command(command_id)
+    if command is None:
+        return None
+    if summary:
+        summaries = every_item(lambda c: store.get_resource_update_summaries(
+            command_id, modified_since=updated_since, cursor=c, limit=PAGE))
+        return StoredCommand(command, tuple(summaries), summary=True)
+    return StoredCommand(command, tuple(updates_of(store, command_id)))
+
+
+def list_commands(store: Datastore, query: str, caller: Caller, *, scope: Literal["client", "agent"],
+                  max_results: int) -> list[StoredCommand]:
+    """The query's matches, else the caller's latest command (``client``) or everyone's (``agent``)."""
+    if query.strip():
+        found = store.list_commands(parse_query(query, COMMAND_FIELDS), client_id=caller.client_id,
+                                    limit=max_results).items
+    elif scope == "client":
+        found = store.list_commands(parse_query("client:me", COMMAND_FIELDS), client_id=caller.client_id,
+                                    limit=1).items
+    else:
+        found = store.list_commands(limit=max_results).items
+    return [StoredCommand(command, tuple(updates_of(store, command.id))) for command in found]

@@ -1,0 +1,104 @@
+"""The commands this agent is executing: one ``executor.CommandRun`` task each.
+
+Admission and recovery launch runs here; ``wait``/``await_end`` (``--wait``, tests) and ``cancel`` find
+them by command id; ``finish`` stores a command's end; ``stop`` leaves every run where it is (the next
+start resumes it). Changes a forced cancel abandoned during their plugin call go on as ``detached`` tasks
+until the call completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from svc.datastore.interface import Datastore
+from svc.datastore.outage import patiently
+from svc.engine.executor import CommandRun, Node
+from svc.engine.graph import Graph
+from svc.engine.ledger import utcnow
+from svc.engine.operations import RetryPolicy
+from svc.engine.ratelimit import NamespaceLimits
+from svc.engine.steps import Steps
+from svc.engine.writer import BatchWriter
+from svc.model.records import CommandRecord
+from svc.model.states import TERMINAL_COMMAND_STATES, CommandState
+from svc.plugins.runner import PluginRunner
+from svc.telemetry import traced_command
+
+
+class Runs:
+    def __init__(self, store: Datastore, writer: BatchWriter, runners: Mapping[str, PluginRunner],
+                 policy: Callable[[str], RetryPolicy], limits: Callable[[str], NamespaceLimits]) -> None:
+        self.store = store
+        self.writer = writer
+        self.runners = runners
+        self.policy = policy
+        self.limits = limits
+        self.detached: set[asyncio.Task[None]] = set()
+        self._runs: dict[str, CommandRun] = {}
+        self._tasks: dict[str, asyncio.Task[str]] = {}
+
+    def launch(self, command_id: str, graph: Graph, nodes: dict[str, Node], command: CommandRecord | None = None,
+               *, recovered: bool = False) -> CommandRun:
+        """Starts executing the command as one task; ``command``: its stored record, None when resuming one
+        whose record says it never started."""
+        steps = Steps(command_id, self.store, self.writer, self.runners, self.policy, recovered=recovered)
+        run = CommandRun(command_id, graph, nodes, self.store, steps, self.limits, self.finish, self.writer,
+                         in_progress_stored=command is not None and command.state == CommandState.IN_PROGRESS,
+                         detached=self.detached)
+        self._runs[command_id] = run
+        task = asyncio.create_task(traced_command(run.run(), command_id, command), name=f"command {command_id}")
+        self._tasks[command_id] = task
+
+        def forget(_: asyncio.Task[str]) -> None:
+            self._runs.pop(command_id, None)
+            self._tasks.pop(command_id, None)
+            run.dispatched.set()  # a task canceled before it ran never set it
+
+        task.add_done_callback(forget)
+        return run
+
+    def run(self, command_id: str) -> CommandRun | None:
+        return self._runs.get(command_id)
+
+    def task(self, command_id: str) -> asyncio.Task[str] | None:
+        return self._tasks.get(command_id)
+
+    async def wait(self, command_id: str, timeout: float | None = None) -> None:
+        """Until the command's run ends; ``TimeoutError`` after ``timeout`` seconds."""
+        task = self._tasks.get(command_id)
+        if task is not None:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+
+    async def await_end(self, command_id: str, timeout: float) -> None:
+        """Until the command's run ends or ``timeout`` seconds passed, whichever comes first."""
+        task = self._tasks.get(command_id)
+        if task is not None and timeout > 0:
+            await asyncio.wait({task}, timeout=timeout)
+
+    async def finish(self, command_id: str, state: str, delete_stacks: set[str]) -> None:
+        """Ends a command: targets and stacks its deletes emptied go, then the command's final state.
+        ``delete_stacks`` are the stacks of its delete changes (known in memory: reading the updates back
+        decoded every change's document again)."""
+        store = self.store
+
+        def work() -> None:
+            command = store.get_command(command_id)
+            if command is not None:
+                for target in command.data.get("targets", []):
+                    if target["operation"] == "delete" and not store.count_resources(target=target["label"]):
+                        store.delete_target(target["label"])
+            for stack in delete_stacks:
+                if store.count_resources(stack=stack) == 0:
+                    store.delete_stack(stack, command_id=command_id)
+            if state in TERMINAL_COMMAND_STATES:
+                store.set_command_state(command_id, state, end_ts=utcnow())
+
+        await patiently(work)  # each step checks what is stored: after an outage, it runs again from the start
+
+    async def stop(self) -> None:
+        """Cancels every run where it is (a later start resumes it) and every detached change."""
+        tasks = [*self._tasks.values(), *self.detached]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
