@@ -16,10 +16,10 @@ from svc_plugin_fake import FakeCloud
 from support.engine import applied, fake_forma, item, make_engine, running, shown
 from svc.config import load_config
 from svc.datastore import Datastore
-from svc.engine.build import build_engine
 from svc.engine.discovery import PAGE_SIZE, discover
 from svc.engine.discovery_filters import LabelRules
 from svc.engine.discovery_settings import PluginDiscovery
+from svc.engine.factory import build_engine
 from svc.engine.service import ApplyRequest, Caller
 from svc.model.forma import Forma
 

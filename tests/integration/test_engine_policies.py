@@ -15,7 +15,7 @@ from support.engine import CALLER, TIMEOUT, applied, fake_forma, item, resource,
 from svc.datastore import Datastore
 from svc.engine.engine import Engine
 from svc.engine.expiry import StackExpirer
-from svc.engine.policies import effective_policies, policies_in_force
+from svc.engine.policy_store import effective_policies, policies_in_force
 from svc.engine.reconciler import AutoReconciler, baseline
 from svc.model.forma import Forma
 from svc.model.records import PolicyWrite

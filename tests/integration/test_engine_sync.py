@@ -17,11 +17,11 @@ from svc_plugin_fake import FakeCloud
 from support.engine import TIMEOUT, applied, fake_forma, item, resource, run, running, shown
 from svc.config import load_config
 from svc.datastore import Datastore
-from svc.engine.build import build_engine
 from svc.engine.discovery import discover
 from svc.engine.discovery_filters import Condition, MatchFilter
 from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.engine import Engine
+from svc.engine.factory import build_engine
 from svc.engine.service import ApplyRequest, Caller
 from svc.engine.sync import SyncPass, synchronize
 from svc.model.records import ResourceVersion, ResourceWrite

@@ -10,10 +10,10 @@ import pytest
 from support.planning import CATALOG, forma, inventory, new_id, resource, stored
 from svc.cli.drift import patch_lines
 from svc.engine import errors
+from svc.engine.change_execution import merge
 from svc.engine.drift import drift_patch, observed
 from svc.engine.observed import observed_state
 from svc.engine.planner import Modification, PlanRequest, plan
-from svc.engine.steps import merge
 from svc.model import values
 from svc.model.schema import Schema
 

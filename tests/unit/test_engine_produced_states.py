@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from svc.engine.steps import Steps
+from svc.engine.change_execution import Steps
 from svc.model.records import ResourceWrite, StoreOutcome
 
 

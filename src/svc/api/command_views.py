@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from svc.engine.command_records import UpdateData
 from svc.engine.errors import ConflictingCommands
-from svc.engine.ledger import UpdateData
 from svc.engine.planner.changeset import Changeset, PolicyChange, ResourceChange
 from svc.engine.service import Caller, CancelOutcome, StoredCommand, Submission
 from svc.model import values, wire

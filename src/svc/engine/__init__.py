@@ -1,6 +1,11 @@
-"""The engine: planning (pure), execution (the only caller of plugins), commands and their states.
+"""The engine: the command service, the planner, the executor and the background loops of DESIGN.md.
 
-``build_engine(config, datastore)`` makes the ``Engine`` (a ``CommandService``) the agent serves.
+By role: ``service`` (the ``CommandService`` protocol the API calls) is implemented by ``engine.Engine``,
+which ``factory.build_engine(config, datastore)`` composes. ``admission`` plans (``planner``, pure), checks
+and stores a command; ``executor`` schedules its DAG and ``change_execution`` runs each resource change;
+``runs`` holds the commands executing, ``queries`` reads them back, ``cancel`` stops them, ``recovery``
+resumes them after a restart; ``command_records`` turns changes into stored records and back. Background
+loops (``background``): ``sync``, ``discovery``, ``expiry`` (TTL), ``reconciler`` (auto-reconcile).
 Imported lazily: ``svc.engine.errors`` and the planner must stay cheap to import (the CLI uses them).
 """
 
@@ -13,7 +18,7 @@ __all__ = ["Engine", "EngineSettings", "PluginLimits", "build_engine"]
 
 def __getattr__(name: str) -> Any:
     if name == "build_engine":
-        from svc.engine.build import build_engine
+        from svc.engine.factory import build_engine
 
         return build_engine
     if name in ("Engine", "EngineSettings", "PluginLimits"):

@@ -17,12 +17,12 @@ from svc.datastore.interface import Datastore
 from svc.datastore.query import DESTROY_FIELDS, parse_query
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
+from svc.engine.command_records import command_record, update_data, update_record
 from svc.engine.errors import ConflictingCommands, InvalidForma
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
-from svc.engine.ledger import command_record, update_data, update_record
 from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
-from svc.engine.policies import persist_policies, stored_policies
+from svc.engine.policy_store import persist_policies, stored_policies
 from svc.engine.queries import PAGE, incomplete_commands, updates_of
 from svc.engine.runs import Runs
 from svc.engine.sealing import Sealer

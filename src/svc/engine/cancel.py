@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, parse_query
-from svc.engine.ledger import overall_state, utcnow
+from svc.engine.command_records import overall_state, utcnow
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.queries import updates_of
 from svc.engine.runs import Runs

@@ -22,7 +22,7 @@ from typing import Any
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.datastore.update_writes import UpdateStateWrite
-from svc.engine.ledger import UpdateData, utcnow
+from svc.engine.command_records import UpdateData, utcnow
 from svc.engine.observed import SyncCommand, merge, observed_state, record_read
 from svc.engine.operations import Attempt, Guard, RetryPolicy, Step, drive, read
 from svc.engine.planner.changeset import ResourceChange

@@ -30,10 +30,10 @@ from svc.config.model import AgentConfig
 from svc.datastore.outage import patiently
 from svc.datastore.query import Pattern, Query, TextFilter
 from svc.engine.background import PeriodicJob
+from svc.engine.command_records import utcnow
 from svc.engine.discovery_filters import base_label, excluded, unique_label
 from svc.engine.discovery_settings import PluginDiscovery, load_settings
 from svc.engine.engine import Engine
-from svc.engine.ledger import utcnow
 from svc.engine.operations import RetryPolicy, read
 from svc.engine.planner.changeset import compact_schema
 from svc.engine.planner.inventory import UNMANAGED_STACK

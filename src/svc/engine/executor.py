@@ -3,7 +3,7 @@
 A change starts once every change it waits for succeeded; a failed (or rejected, or canceled) change
 fails everything downstream without running it. Each start takes a token of its plugin namespace's
 rate limit and a slot of its in-flight cap (``ratelimit``). The executor is the only caller of plugins
-(through ``steps``); everything it learns is written in the order it learned it (``writer``, ``Steps.save``).
+(through ``change_execution``); everything it learns is written in the order it learned it (``writer``, ``Steps.save``).
 
 A change's dependents start as soon as its plugin answered, while its end is still being committed: its
 write is queued first, and the writer commits in queue order, so the datastore never holds a dependent's
@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.datastore.update_writes import UpdateStateWrite
+from svc.engine.change_execution import Fenced, Steps
+from svc.engine.command_records import UpdateData, overall_state, utcnow
 from svc.engine.graph import Graph
-from svc.engine.ledger import UpdateData, overall_state, utcnow
 from svc.engine.operations import Stopped
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.ratelimit import NamespaceLimits
-from svc.engine.steps import Fenced, Steps
 from svc.engine.writer import BatchWriter, WriterClosed
 from svc.model.states import TERMINAL_UPDATE_STATES, CommandState, UpdateState
 from svc.telemetry import traced_operation

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from svc.engine.background import PeriodicJob
 from svc.engine.errors import EngineError
 from svc.engine.planner import UNMANAGED_STACK, Inventory
-from svc.engine.policies import PAGE, Effective, active_command, all_stacks, every, literal, policies_in_force
+from svc.engine.policy_store import PAGE, Effective, active_command, all_stacks, every, literal, policies_in_force
 from svc.engine.service import Caller, DestroyRequest
 from svc.model.records import StackRecord
 

@@ -1,4 +1,5 @@
-"""``build_engine``: the engine for an agent config (its enabled plugins, limits, retries, datastore)."""
+"""The composition root: ``build_engine`` makes the engine for an agent config (its enabled plugins, limits,
+retries, datastore) and its background jobs."""
 
 from __future__ import annotations
 

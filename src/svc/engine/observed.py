@@ -17,7 +17,7 @@ from typing import Any
 
 from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
-from svc.engine.ledger import utcnow
+from svc.engine.command_records import utcnow
 from svc.ids import new_id
 from svc.model import values
 from svc.model.opaque import OpaqueFields, opaque_fields

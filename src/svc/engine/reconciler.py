@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, RESOURCE_FIELDS, parse_query
 from svc.engine.background import PeriodicJob
+from svc.engine.command_records import change_of
 from svc.engine.drift import drift, last_reconcile
 from svc.engine.errors import ConflictingCommands, EngineError, ReconcilePolicyRequired
-from svc.engine.ledger import change_of
-from svc.engine.policies import (
+from svc.engine.policy_store import (
     PAGE,
     Effective,
     active_command,

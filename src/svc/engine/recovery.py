@@ -11,9 +11,9 @@ import asyncio
 import logging
 
 from svc.datastore.interface import Datastore
+from svc.engine.command_records import UpdateData, change_of, overall_state, utcnow
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
-from svc.engine.ledger import UpdateData, change_of, overall_state, utcnow
 from svc.engine.planner import ResourceChange
 from svc.engine.queries import updates_of
 from svc.engine.runs import Runs

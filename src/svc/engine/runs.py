@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
+from svc.engine.change_execution import Steps
+from svc.engine.command_records import utcnow
 from svc.engine.executor import CommandRun, Node
 from svc.engine.graph import Graph
-from svc.engine.ledger import utcnow
 from svc.engine.operations import RetryPolicy
 from svc.engine.ratelimit import NamespaceLimits
-from svc.engine.steps import Steps
 from svc.engine.writer import BatchWriter
 from svc.model.records import CommandRecord
 from svc.model.states import TERMINAL_COMMAND_STATES, CommandState

@@ -98,8 +98,8 @@ def parse_template(template: str) -> list[Any]:
 
 def assemble(embed: Json) -> Any:
     """The template's string: the provider's value when a read-back stored one that differs from the
-    template (``$value``, see ``steps.merge``), else the parts once every reference part has a value; None
-    while any is unresolved."""
+    template (``$value``, see ``svc.engine.observed.merge``), else the parts once every reference part has a
+    value; None while any is unresolved."""
     if embed.get("$value") is not None:
         return embed["$value"]
     out: list[str] = []
