@@ -99,7 +99,7 @@ async def latency(size: int = 400, depth: int = 4, delay: float = 0.02) -> None:
         store = open_datastore(_config(root / "svc.db"))
         retry = RetryPolicy(max_retries=3, retry_delay=0.01, status_interval=0.01, call_timeout=30)
         engine = make_engine(store, root / "key", retry=retry, rate=1_000_000, max_in_flight=IN_FLIGHT)
-        calls = count_calls(engine.runners["FAKE"])
+        calls = count_calls(engine.gateway.runners["FAKE"])
         await engine.start()
         FakeCloud(root / "cloud.db").set_knob("latency", {"*": delay})
         forma = chains(root / "cloud.db", size, depth)

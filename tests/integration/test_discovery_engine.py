@@ -49,10 +49,10 @@ def test_paged_throttled_restricted_and_idempotent(datastore: Datastore, tmp_pat
             managed = await shown(engine).apply(ApplyRequest(fake_forma(cloud_path, [item("mine", "m", token="t")]),
                                                       "reconcile"), Caller("client"))
             assert (await shown(engine).wait(managed.CommandId, 60)).State == "Success"
-            first = await discover(engine, settings)
+            first = await discover(engine.store, engine.gateway, engine.catalog, settings)
             assert (first.listed, first.discovered, first.errors) == (ITEMS + 1, ITEMS, [])
             assert cloud.knobs()["throttle"]["remaining"] == 0  # the refused listings were retried
-            again = await discover(engine, settings)
+            again = await discover(engine.store, engine.gateway, engine.catalog, settings)
             assert (again.discovered, again.command_id) == (0, None)
             command = datastore.get_command(first.command_id or "")
             assert command is not None and (command.command, command.source, command.state) == (

@@ -169,7 +169,7 @@ def test_a_synchronization_keeps_what_it_read_through_an_outage(cluster: PgClust
         for native_id in cloud.resources():
             cloud.set_property(native_id, "Value", "by hand")
         resources = store.list_resources().items
-        sync = SyncPass(engine, {t.label: t for t in store.list_targets().items}, busy=set())
+        sync = SyncPass(engine.store, engine.gateway, engine.catalog, {t.label: t for t in store.list_targets().items}, busy=set())
         for resource in resources:
             await sync.one(resource)
         cluster.stop()

@@ -101,7 +101,7 @@ def test_a_stale_read_never_overwrites_or_deletes_a_resource_rewritten_meanwhile
         replaced, updated = stored(datastore, "a"), stored(datastore, "b")
         assert replaced.native_id != old_a and replaced.ksuid == snapshot["a"].ksuid
         cloud.set_property(updated.native_id, "Value", "what the stale read saw")
-        sync = SyncPass(engine, targets, busy=set())
+        sync = SyncPass(engine.store, engine.gateway, engine.catalog, targets, busy=set())
         await sync.one(snapshot["a"])  # reads the old native id: NotFound
         await sync.one(snapshot["b"])  # differs from the snapshot, but b has a newer version than the snapshot's
         await sync.flush()
@@ -165,18 +165,18 @@ def test_discovery_filters_evict_unmanaged_resources_that_now_match(datastore: D
         cloud.put("FAKE::Net::Network", "net-1", {"NetworkId": "net-1", "Cidr": "10.0.0.0/16"})
         cloud.put("FAKE::Net::Network", "net-2", {"NetworkId": "net-2", "Cidr": "10.1.0.0/16"})
         cloud.put("FAKE::Net::Subnet", "sub-1", {"SubnetId": "sub-1", "NetworkId": "net-2", "Cidr": "10.1.0.0/24"})
-        await discover(engine, {"FAKE": PluginDiscovery("FAKE")})  # no filters yet: all three stored
+        await discover(engine.store, engine.gateway, engine.catalog, {"FAKE": PluginDiscovery("FAKE")})  # no filters yet: all three stored
         assert {r.label for r in datastore.list_resources().items if not r.managed} == {"net-1", "net-2", "sub-1"}
-        assert await synchronize(engine, settings) is None  # none matches yet: nothing evicted
+        assert await synchronize(engine.store, engine.gateway, engine.catalog, settings) is None  # none matches yet: nothing evicted
         cloud.set_property("net-1", "Tags", [{"Key": "svc:owner", "Value": "agent"}])  # tagged since
-        command_id = await synchronize(engine, settings)
+        command_id = await synchronize(engine.store, engine.gateway, engine.catalog, settings)
         assert command_id is not None
         live = {r.label: r for r in datastore.list_resources().items}
         assert set(live) == {"mine", "net-2", "sub-1"}  # net-1 forgotten; the managed item is never evicted
         [evicted] = [v for v in datastore.list_resource_versions(limit=1000).items if v.label == "net-1" and v.deleted]
         assert evicted.command_id == command_id
         assert "net-1" in cloud.resources("FAKE::Net::Network")  # forgotten, not deleted in the cloud
-        assert (await discover(engine, settings)).discovered == 0  # and discovery leaves it out from now on
+        assert (await discover(engine.store, engine.gateway, engine.catalog, settings)).discovered == 0  # and discovery leaves it out from now on
 
     run(datastore, tmp_path, scenario)
 

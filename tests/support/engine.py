@@ -21,7 +21,8 @@ from typing import Any
 
 from svc.api.command_views import cancel_response, stored_view, submit_response
 from svc.datastore.interface import Datastore
-from svc.engine.engine import Engine, EngineSettings, PluginLimits
+from svc.engine.engine import Engine
+from svc.engine.gateway import PluginGateway, PluginLimits
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.sealing import Sealer
@@ -48,8 +49,8 @@ def make_engine(datastore: Datastore, key_file: Path, *, retry: RetryPolicy = FA
                 max_in_flight: int = 64) -> Engine:
     runner = InProcessRunner.load("FAKE", {}, max_threads=max_in_flight)
     catalog = Catalog(frozenset({"FAKE"}), fake_schemas())
-    settings = EngineSettings(retry=retry, plugins={"FAKE": PluginLimits(rate, max_in_flight, retry)})
-    return Engine(datastore, {"FAKE": runner}, catalog, Sealer.from_file(key_file), settings)
+    gateway = PluginGateway({"FAKE": runner}, retry=retry, plugins={"FAKE": PluginLimits(rate, max_in_flight, retry)})
+    return Engine(datastore, gateway, catalog, Sealer.from_file(key_file))
 
 
 class Shown:

@@ -10,7 +10,7 @@ from svc.model.records import ResourceWrite, StoreOutcome
 
 
 def _steps() -> Steps:
-    return Steps("command", store=None, writer=None, runners={}, policies=lambda namespace: None)  # type: ignore[arg-type]
+    return Steps("command", store=None, writer=None, gateway=None)  # type: ignore[arg-type]
 
 
 def _write(native_id: str) -> ResourceWrite:

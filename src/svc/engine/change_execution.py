@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,8 +23,9 @@ from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.command_records import UpdateData, utcnow
+from svc.engine.gateway import PluginGateway
 from svc.engine.observed import SyncCommand, merge, observed_state, record_read
-from svc.engine.operations import Attempt, Guard, RetryPolicy, Step, drive, read
+from svc.engine.operations import Attempt, Guard, Step
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.diff import generate_patch
 from svc.engine.resolve import Producer, ResolveError, Resolver
@@ -34,7 +35,6 @@ from svc.model.records import ResourceWrite, StoreOutcome
 from svc.model.schema import Schema
 from svc.model.schema_cache import fields_of, opaque_fields_of, schema_of
 from svc.model.states import UpdateState
-from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode, Progress, Status
 
 log = logging.getLogger("svc.engine")
@@ -109,8 +109,8 @@ def _written(change: ResourceChange, schema: Schema, resolved: Json, read_back: 
 class Steps:
     """Executes changes of one command; ``save`` persists an update's state and data (fenced)."""
 
-    def __init__(self, command_id: str, store: Datastore, writer: BatchWriter, runners: dict[str, PluginRunner],
-                 policies: Callable[[str], RetryPolicy], *, recovered: bool = False) -> None:
+    def __init__(self, command_id: str, store: Datastore, writer: BatchWriter, gateway: PluginGateway, *,
+                 recovered: bool = False) -> None:
         self.command_id = command_id
         # Resumed after a restart: an agent before it may have made any unfinished change's first call (with the
         # token derived from the change, its start not always stored: ``_record``).
@@ -123,9 +123,7 @@ class Steps:
         self._sweep: asyncio.TimerHandle | None = None  # writes the deferred starts that came due
         self._produced: dict[str, ResourceWrite] = {}  # ksuid → the state this command wrote for it
         self._live: dict[str, Json | None] = {}  # ksuid → what a reference's live read found, for the command
-        self.runners = runners
-        self._runner_of: dict[str, PluginRunner] = {}  # by namespace as changes spell it
-        self.policies = policies
+        self.gateway = gateway
         self.guard = Guard()  # how a cancel of the command reaches its changes
 
     async def save(self, change: ResourceChange, state: str, data: UpdateData, *, version: str | None = None,
@@ -186,17 +184,6 @@ class Steps:
 
     # -- plumbing -----------------------------------------------------------------------------------------
 
-    def runner(self, namespace: str) -> PluginRunner:
-        runner = self._runner_of.get(namespace)
-        if runner is None:
-            for name, candidate in self.runners.items():
-                if name.upper() == namespace.upper():
-                    runner = self._runner_of[namespace] = candidate
-                    break
-            else:
-                raise LookupError(f"no plugin serves namespace {namespace!r}")
-        return runner
-
     def produced(self, ksuid: str, write: ResourceWrite | None) -> None:
         """Remembers the resource state a successful change of this command is writing, as soon as its plugin
         answered, so that its dependents start at once and their references resolve without reading it back
@@ -226,19 +213,15 @@ class Steps:
         target = await patiently(lambda: self.store.get_target(resource.target))
         if target is None or resource.native_id is None:
             return None
-        policy = self.policies(target.namespace)
-        result = await read(self.runner(target.namespace), Call(resource.type, dict(target.config),
-                            policy.call_timeout), resource.native_id, None, policy, not_found_ok=True)
+        result = await self.gateway.plugin(target.namespace).read(resource.type, target.config, resource.native_id,
+                                                                  None, not_found_ok=True)
         return result.properties
-
-    def call(self, change: ResourceChange) -> Call:
-        return Call(change.type, dict(change.target_config), self.policies(change.namespace).call_timeout)
 
     async def _record(self, change: ResourceChange, data: UpdateData, attempt: Attempt,
                       progress: Progress | None) -> None:
         data.attempt = attempt.to_json()
         data.current_attempt = attempt.number
-        data.max_attempts = self.policies(change.namespace).max_attempts
+        data.max_attempts = self.gateway.plugin(change.namespace).policy.max_attempts
         if progress is not None:
             data.progress = self._hashed_progress(change, progress)
             data.message = progress.message
@@ -302,28 +285,23 @@ class Steps:
     async def create(self, change: ResourceChange, data: UpdateData, resume: bool, step: Step) -> Outcome:
         resolved = await self._resolver().resolve(change.desired or {})
         properties = _strip_empty(values.plain(resolved, guarded=True))
-        runner = self.runner(change.namespace)
+        plugin = self.gateway.plugin(change.namespace)
         attempt, resuming = self._attempt(change, data, "create", resume)
-
-        async def issue(call: Call) -> Progress:
-            return await runner.create(call, change.label, properties)
-
-        progress = await drive(runner, self.call(change), attempt, issue, self.policies(change.namespace),
-                               lambda a, p: self._record(change, data, a, p), step, resume=resuming)
+        progress = await plugin.create(change.type, change.target_config, change.label, properties, attempt,
+                                       lambda a, p: self._record(change, data, a, p), step, resume=resuming)
         if progress.status is not Status.SUCCESS:
             return self._failed(data, progress)
         returned = progress.properties
         identifier = str(change.schema.get("Identifier") or "")
         native_id = progress.native_id or _identified(returned, identifier)
         if not native_id:
-            message = (f"plugin {runner.namespace} answered the create of {change.type} {change.label!r} without a "
+            message = (f"plugin {plugin.namespace} answered the create of {change.type} {change.label!r} without a "
                        f"native id, and its properties hold none at the identifier {identifier!r}; nothing was "
                        "recorded (the provider may hold a resource svc does not know)")
             data.message = message
             return Outcome(UpdateState.FAILED, message)
         if returned is None:
-            found = await read(runner, self.call(change), native_id, None, self.policies(change.namespace),
-                               not_found_ok=False)
+            found = await plugin.read(change.type, change.target_config, native_id, None, not_found_ok=False)
             returned = found.properties or {}
         return Outcome(UpdateState.SUCCESS, progress.message,
                        resource=self.resource_write(change, resolved, returned, native_id))
@@ -334,13 +312,12 @@ class Steps:
         if change.metadata_only:
             return Outcome(UpdateState.SUCCESS, "renamed" if change.old_label else "brought under management",
                            resource=self.resource_write(change, prior, _as_read(prior), change.native_id or ""))
-        runner = self.runner(change.namespace)
-        policy = self.policies(change.namespace)
+        plugin = self.gateway.plugin(change.namespace)
         attempt, resuming = self._attempt(change, data, "update", resume)
         resolved: Json | None = None
         if not resuming:
-            found = await read(runner, self.call(change), change.native_id or "", values.redact(
-                prior, opaque_fields_of(change.schema)), policy, not_found_ok=False, step=step)
+            found = await plugin.read(change.type, change.target_config, change.native_id or "", values.redact(
+                prior, opaque_fields_of(change.schema)), not_found_ok=False, step=step)
             if found.error_code is not None:
                 return Outcome(UpdateState.FAILED, found.message or str(found.error_code))
             read_back = found.properties or {}
@@ -367,18 +344,15 @@ class Steps:
                            resource=self.resource_write(change, resolved, _as_read(prior), change.native_id or ""))
         desired_plain = _strip_empty(values.plain(resolved, guarded=True))
         prior_plain = values.redact(prior, opaque_fields_of(change.schema))
-
-        async def issue(call: Call) -> Progress:
-            return await runner.update(call, change.native_id or "", prior_plain, desired_plain, patch.ops)
-
-        progress = await drive(runner, self.call(change), attempt, issue, policy,
-                               lambda a, p: self._record(change, data, a, p), step, resume=resuming)
+        progress = await plugin.update(change.type, change.target_config, change.native_id or "", prior_plain,
+                                       desired_plain, patch.ops, attempt, lambda a, p: self._record(change, data, a, p),
+                                       step, resume=resuming)
         if progress.status is not Status.SUCCESS:
             return self._failed(data, progress)
         returned = progress.properties
         if returned is None:
-            returned = (await read(runner, self.call(change), change.native_id or "", None, policy,
-                                   not_found_ok=False)).properties or {}
+            returned = (await plugin.read(change.type, change.target_config, change.native_id or "", None,
+                                          not_found_ok=False)).properties or {}
         return Outcome(UpdateState.SUCCESS, progress.message, resource=self.resource_write(
             change, resolved, returned, progress.native_id or change.native_id or ""))
 
@@ -397,22 +371,18 @@ class Steps:
         return await patiently(work)
 
     async def delete(self, change: ResourceChange, data: UpdateData, resume: bool, step: Step) -> Outcome:
-        runner = self.runner(change.namespace)
-        policy = self.policies(change.namespace)
+        plugin = self.gateway.plugin(change.namespace)
         attempt, resuming = self._attempt(change, data, "delete", resume)
         if not resuming and change.native_id:
-            found = await read(runner, self.call(change), change.native_id, None, policy, not_found_ok=True,
-                               step=step)
+            found = await plugin.read(change.type, change.target_config, change.native_id, None, not_found_ok=True,
+                                      step=step)
             if found.error_code is ErrorCode.NOT_FOUND:
                 return Outcome(UpdateState.SUCCESS, "already gone", delete=True)
             if found.error_code is not None:
                 return Outcome(UpdateState.FAILED, found.message or str(found.error_code))
         if change.native_id:
-            async def issue(call: Call) -> Progress:
-                return await runner.delete(call, change.native_id or "")
-
-            progress = await drive(runner, self.call(change), attempt, issue, policy,
-                                   lambda a, p: self._record(change, data, a, p), step, resume=resuming)
+            progress = await plugin.delete(change.type, change.target_config, change.native_id, attempt,
+                                           lambda a, p: self._record(change, data, a, p), step, resume=resuming)
             if progress.status is not Status.SUCCESS:
                 return self._failed(data, progress)
         return Outcome(UpdateState.SUCCESS, delete=True)

@@ -12,9 +12,9 @@ rules, unique per type there. A child carries ``{"$ref": <parent>, "$value": …
 as the reference does, so dependents order and cascade after their parents. Writes are batched, and the
 run is recorded as one ``discovery`` command only when it stored something.
 
-Plugin calls take the namespace's rate-limit tokens and in-flight slots like user commands do (with a
-bounded number waiting, so a user command never queues behind a whole discovery), and recoverable
-failures are retried per the plugin's retry policy. A type the plugin may not list
+Plugin calls go through the plugin gateway: they take the namespace's rate-limit tokens and in-flight slots
+like user commands do (with a bounded number waiting, so a user command never queues behind a whole
+discovery), and recoverable failures are retried per the plugin's retry policy. A type the plugin may not list
 (access denied, bad credentials) is skipped for the rest of the run with one warning per target.
 """
 
@@ -27,25 +27,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svc.config.model import AgentConfig
+from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.datastore.query import Pattern, Query, TextFilter
 from svc.engine.background import PeriodicJob
 from svc.engine.command_records import utcnow
 from svc.engine.discovery_filters import base_label, excluded, unique_label
 from svc.engine.discovery_settings import PluginDiscovery, load_settings
-from svc.engine.engine import Engine
-from svc.engine.operations import RetryPolicy, read
+from svc.engine.gateway import PluginAccess, PluginGateway
+from svc.engine.planner import Catalog
 from svc.engine.planner.changeset import compact_schema
 from svc.engine.planner.inventory import UNMANAGED_STACK
-from svc.engine.ratelimit import NamespaceLimits
 from svc.ids import new_id
 from svc.model import values
 from svc.model.opaque import OpaqueFields, opaque_fields
 from svc.model.records import CommandRecord, ResourceVersion, ResourceWrite, TargetFilter, TargetRecord, every_item
 from svc.model.schema import Schema
 from svc.model.states import CommandState
-from svc.plugins.runner import Call, PluginCallError, PluginRunner
-from svc.plugins.sdk import ErrorCode, ListResult, ReadResult, is_recoverable
+from svc.plugins.runner import PluginCallError
+from svc.plugins.sdk import ErrorCode, ReadResult
 
 log = logging.getLogger("svc.engine.discovery")
 
@@ -79,29 +79,28 @@ class DiscoveryReport:
                 "Errors": self.errors}
 
 
-def discovery_job(engine: Engine, config: AgentConfig,
+def discovery_job(store: Datastore, gateway: PluginGateway, catalog: Catalog, config: AgentConfig,
                   settings: Mapping[str, PluginDiscovery] | None = None) -> PeriodicJob:
     """The periodic job (``agent.discovery``); reads each plugin's manifest now (unless ``settings``, from
     ``load_settings``, are given), so a bad filter stops the agent at start."""
     settings = load_settings(config) if settings is None else settings
     discovery = config.discovery
-    return PeriodicJob("discovery", lambda: discover(engine, settings), enabled=discovery.enabled,
+    return PeriodicJob("discovery", lambda: discover(store, gateway, catalog, settings), enabled=discovery.enabled,
                        interval=discovery.interval.total_seconds(), first_delay=FIRST_DELAY)
 
 
-async def discover(engine: Engine, settings: Mapping[str, PluginDiscovery]) -> DiscoveryReport:
-    return await _Run(engine, settings).run()
+async def discover(store: Datastore, gateway: PluginGateway, catalog: Catalog,
+                   settings: Mapping[str, PluginDiscovery]) -> DiscoveryReport:
+    return await _Run(store, gateway, catalog, settings).run()
 
 
 @dataclass
 class _Scan:
-    """One target and what calling its plugin needs."""
+    """One target and its plugin."""
 
     target: TargetRecord
-    runner: PluginRunner
+    plugin: PluginAccess
     settings: PluginDiscovery
-    policy: RetryPolicy
-    limits: NamespaceLimits
     types: dict[str, Schema]
     ahead: asyncio.Semaphore  # reads of this namespace queued on its limits, at most
     documents: dict[str, dict[str, Any]] = field(init=False)  # type → stored document (its schema)
@@ -112,14 +111,13 @@ class _Scan:
         self.documents = {name: {"Schema": compact_schema(schema)} for name, schema in self.types.items()}
         self.secrets = {name: opaque_fields(schema) for name, schema in self.types.items()}
 
-    def call(self, resource_type: str) -> Call:
-        return Call(resource_type, dict(self.target.config), self.policy.call_timeout)
-
 
 class _Run:
-    def __init__(self, engine: Engine, settings: Mapping[str, PluginDiscovery]) -> None:
-        self.engine = engine
-        self.store = engine.store
+    def __init__(self, store: Datastore, gateway: PluginGateway, catalog: Catalog,
+                 settings: Mapping[str, PluginDiscovery]) -> None:
+        self.store = store
+        self.gateway = gateway
+        self.catalog = catalog
         self.settings = settings
         self.report = DiscoveryReport()
         self.known: set[tuple[str, str]] = set()  # (type, native id): in the inventory, or seen by this run
@@ -171,15 +169,14 @@ class _Run:
 
     def _scan(self, target: TargetRecord) -> _Scan | None:
         namespace = target.namespace.upper()
-        runner = next((r for name, r in self.engine.runners.items() if name.upper() == namespace), None)
-        if runner is None:
+        plugin = self.gateway.find(namespace)
+        if plugin is None:
             return None
         settings = self.settings.get(namespace) or PluginDiscovery(target.namespace)
-        types = {name: schema for name, schema in self.engine.catalog.types.items()
+        types = {name: schema for name, schema in self.catalog.types.items()
                  if name.split("::", 1)[0].upper() == namespace and schema.discoverable and settings.wants(name)}
         ahead = self._ahead.setdefault(namespace, asyncio.Semaphore(READ_AHEAD))
-        return _Scan(target, runner, settings, self.engine.policy(target.namespace),
-                     self.engine.limits(target.namespace), types, ahead)
+        return _Scan(target, plugin, settings, types, ahead)
 
     # -- one target ---------------------------------------------------------------------------------------
 
@@ -239,25 +236,12 @@ class _Run:
         token: str | None = None
         seen: set[str] = set()
         while (resource_type, scan.target.label) not in self.skipped:
-            page = await self._list_page(scan, resource_type, filters, token)
+            page = await scan.plugin.list(resource_type, scan.target.config, PAGE_SIZE, token, filters)
             yield page.native_ids
             token = page.next_page_token
             if not token or token in seen:  # a plugin repeating a token would page forever
                 return
             seen.add(token)
-
-    async def _list_page(self, scan: _Scan, resource_type: str, filters: dict[str, str],
-                         token: str | None) -> ListResult:
-        attempt = 1
-        while True:
-            try:
-                async with scan.limits.dispatch():
-                    return await scan.runner.list(scan.call(resource_type), PAGE_SIZE, token, dict(filters))
-            except PluginCallError as error:
-                if not is_recoverable(error.code) or attempt >= scan.policy.max_attempts:
-                    raise
-                await asyncio.sleep(scan.policy.delay(attempt, error.code))
-                attempt += 1
 
     async def _page(self, scan: _Scan, resource_type: str, native_ids: list[str], parent: ResourceVersion | None,
                     previous: asyncio.Task[None] | None) -> None:
@@ -270,8 +254,8 @@ class _Run:
             await self._flush()
 
     async def _read(self, scan: _Scan, resource_type: str, native_id: str) -> ReadResult:
-        async with scan.ahead, scan.limits.dispatch():
-            return await read(scan.runner, scan.call(resource_type), native_id, None, scan.policy, not_found_ok=True)
+        async with scan.ahead, scan.plugin.dispatch():
+            return await scan.plugin.read(resource_type, scan.target.config, native_id, None, not_found_ok=True)
 
     # -- one resource -------------------------------------------------------------------------------------
 

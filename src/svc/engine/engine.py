@@ -9,18 +9,16 @@ background jobs (``jobs``: synchronization, discovery, the stack expirer, auto-r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from svc.datastore.interface import Datastore
-from svc.engine import cancel, queries
+from svc.engine import cancel, queries, sync
 from svc.engine.admission import Admission, Provenance
 from svc.engine.background import PeriodicJob
-from svc.engine.operations import RetryPolicy
+from svc.engine.gateway import PluginGateway
 from svc.engine.planner import Catalog
-from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.reconciler import AutoReconciler
 from svc.engine.recovery import recover
 from svc.engine.runs import Runs
@@ -35,24 +33,14 @@ from svc.engine.service import (
     Submission,
 )
 from svc.engine.writer import BatchWriter
-from svc.plugins.runner import PluginRunner
 
 if TYPE_CHECKING:
     from svc.engine.discovery import DiscoveryReport
     from svc.engine.expiry import Sweep
 
 
-@dataclass(frozen=True)
-class PluginLimits:
-    requests_per_second: float = 10.0
-    max_in_flight: int = 32
-    retry: RetryPolicy | None = None
-
-
 @dataclass
 class EngineSettings:
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    plugins: Mapping[str, PluginLimits] = field(default_factory=dict)
     agent_id: str = ""
     agent_version: str = ""
 
@@ -60,18 +48,16 @@ class EngineSettings:
 class Engine:
     """Implements ``svc.engine.service.CommandService``."""
 
-    def __init__(self, datastore: Datastore, runners: Mapping[str, PluginRunner], catalog: Catalog,
-                 sealer: Sealer, settings: EngineSettings | None = None) -> None:
+    def __init__(self, datastore: Datastore, gateway: PluginGateway, catalog: Catalog, sealer: Sealer,
+                 settings: EngineSettings | None = None) -> None:
         self.store = datastore
-        self.runners = dict(runners)
+        self.gateway = gateway
         self.catalog = catalog
         self.sealer = sealer
         self.settings = settings or EngineSettings()
-        self._limits: dict[str, NamespaceLimits] = {}
-        self._policies: dict[str, RetryPolicy] = {}
         self.writer = BatchWriter(datastore)
         self.jobs: dict[str, PeriodicJob] = {}  # background work by name ("synchronization", "discovery", …)
-        self.runs = Runs(datastore, self.writer, self.runners, self.policy, self.limits)
+        self.runs = Runs(datastore, self.writer, gateway)
         self.admission = Admission(datastore, catalog, sealer, self.runs, self.jobs,
                                    Provenance(self.settings.agent_id, self.settings.agent_version))
 
@@ -79,8 +65,7 @@ class Engine:
 
     async def start(self) -> None:
         """Starts the plugins, then resumes every unfinished command (crash recovery)."""
-        for runner in self.runners.values():
-            await runner.start()  # a plugin process that cannot start stops the agent with its reason
+        await self.gateway.start()
         incomplete = await asyncio.to_thread(queries.incomplete_commands, self.store)
         for command in sorted(incomplete, key=lambda c: (c.start_ts, c.id)):
             await recover(self.store, self.sealer, self.runs, command)
@@ -94,8 +79,7 @@ class Engine:
             await job.stop()
         await self.runs.stop()
         await self.writer.close()
-        for runner in self.runners.values():
-            await runner.close()
+        await self.gateway.close()
 
     async def wait(self, command_id: str, timeout: float | None = None) -> StoredCommand | None:
         """Blocks until the command's execution ends (tests, benchmarks, ``--wait``)."""
@@ -104,33 +88,7 @@ class Engine:
 
     async def synchronize(self) -> str | None:
         """Reads every managed resource once and stores out-of-band changes (``sync.synchronize``)."""
-        from svc.engine.sync import synchronize
-
-        return await synchronize(self)
-
-    # -- plugin limits ------------------------------------------------------------------------------------
-
-    def policy(self, namespace: str) -> RetryPolicy:
-        key = namespace.upper()  # asked several times per resource change: looked up once per namespace
-        policy = self._policies.get(key)
-        if policy is None:
-            limits = self._plugin(namespace)
-            policy = limits.retry if limits is not None and limits.retry is not None else self.settings.retry
-            self._policies[key] = policy
-        return policy
-
-    def _plugin(self, namespace: str) -> PluginLimits | None:
-        for name, limits in self.settings.plugins.items():
-            if name.upper() == namespace.upper():
-                return limits
-        return None
-
-    def limits(self, namespace: str) -> NamespaceLimits:
-        key = namespace.upper()
-        if key not in self._limits:
-            plugin = self._plugin(namespace) or PluginLimits()
-            self._limits[key] = NamespaceLimits(plugin.requests_per_second, plugin.max_in_flight)
-        return self._limits[key]
+        return await sync.synchronize(self.store, self.gateway, self.catalog)
 
     # -- CommandService -----------------------------------------------------------------------------------
 
@@ -172,12 +130,7 @@ class Engine:
         return await reconciler.reconcile(stack, caller)
 
     def plugin_processes(self) -> dict[str, dict[str, Any]]:
-        processes = {}
-        for namespace, runner in self.runners.items():
-            describe = getattr(runner, "describe", None)  # an in-process runner has no process to describe
-            processes[namespace.upper()] = describe() if callable(describe) else {"state": "running",
-                                                                                  "inProcess": True}
-        return processes
+        return self.gateway.processes()
 
     def _job(self, name: str) -> PeriodicJob:
         job = self.jobs.get(name)

@@ -2,8 +2,9 @@
 
 A change starts once every change it waits for succeeded; a failed (or rejected, or canceled) change
 fails everything downstream without running it. Each start takes a token of its plugin namespace's
-rate limit and a slot of its in-flight cap (``ratelimit``). The executor is the only caller of plugins
-(through ``change_execution``); everything it learns is written in the order it learned it (``writer``, ``Steps.save``).
+rate limit and a slot of its in-flight cap, held for the change's whole plugin work (``gateway``, where
+``change_execution`` makes its calls); everything it learns is written in the order it learned it (``writer``,
+``Steps.save``).
 
 A change's dependents start as soon as its plugin answered, while its end is still being committed: its
 write is queued first, and the writer commits in queue order, so the datastore never holds a dependent's
@@ -29,10 +30,10 @@ from svc.datastore.outage import patiently
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.engine.change_execution import Fenced, Steps
 from svc.engine.command_records import UpdateData, overall_state, utcnow
+from svc.engine.gateway import PluginGateway
 from svc.engine.graph import Graph
 from svc.engine.operations import Stopped
 from svc.engine.planner.changeset import ResourceChange
-from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.writer import BatchWriter, WriterClosed
 from svc.model.states import TERMINAL_UPDATE_STATES, CommandState, UpdateState
 from svc.telemetry import traced_operation
@@ -69,7 +70,7 @@ class CommandRun:
     nodes: dict[str, Node]
     store: Datastore
     steps: Steps
-    limits: Callable[[str], NamespaceLimits]
+    gateway: PluginGateway
     on_finish: Callable[[str, str, set[str]], Awaitable[None]]
     writer: BatchWriter
     in_progress_stored: bool = False  # the command's InProgress state is stored already
@@ -132,7 +133,7 @@ class CommandRun:
         change = node.change
         try:
             self._queued.add(key)
-            async with self.limits(change.namespace).dispatch():
+            async with self.gateway.plugin(change.namespace).dispatch():
                 self._queued.discard(key)
                 if self.canceling:
                     raise Stopped()

@@ -12,8 +12,9 @@ from svc.datastore.interface import Datastore
 from svc.engine.background import PeriodicJob
 from svc.engine.discovery import discovery_job
 from svc.engine.discovery_settings import load_settings
-from svc.engine.engine import Engine, EngineSettings, PluginLimits
+from svc.engine.engine import Engine, EngineSettings
 from svc.engine.expiry import StackExpirer
+from svc.engine.gateway import PluginGateway, PluginLimits
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.reconciler import AutoReconciler
@@ -71,16 +72,17 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
         limits[plugin.namespace] = PluginLimits(
             requests_per_second=float(rate), max_in_flight=int(settings.get("maxInFlight", DEFAULT_MAX_IN_FLIGHT)),
             retry=retry_policy(entry.retry) if entry.retry is not None else None)
-    settings = EngineSettings(retry=retry_policy(config.retry), plugins=limits, agent_id=agent_id,
-                              agent_version=agent_version)
+    gateway = PluginGateway(runners, retry=retry_policy(config.retry), plugins=limits)
     catalog = Catalog(frozenset(runners), types)
-    engine = Engine(datastore, runners, catalog, Sealer.from_file(key_file or data_dir() / "engine.key"), settings)
+    engine = Engine(datastore, gateway, catalog, Sealer.from_file(key_file or data_dir() / "engine.key"),
+                    EngineSettings(agent_id=agent_id, agent_version=agent_version))
     sync = config.synchronization
     discovery = load_settings(config)  # synchronization evicts unmanaged resources by the discovery filters
-    engine.jobs["synchronization"] = PeriodicJob("synchronization", lambda: synchronize(engine, discovery),
+    engine.jobs["synchronization"] = PeriodicJob("synchronization",
+                                                 lambda: synchronize(datastore, gateway, catalog, discovery),
                                                  enabled=sync.enabled, interval=sync.interval.total_seconds(),
                                                  first_delay=2.0)
-    engine.jobs["discovery"] = discovery_job(engine, config, discovery)
+    engine.jobs["discovery"] = discovery_job(datastore, gateway, catalog, config, discovery)
     expirer = config.stack_expirer
     engine.jobs["stack-expirer"] = StackExpirer(engine, enabled=expirer.enabled,
                                                 interval=expirer.interval.total_seconds())

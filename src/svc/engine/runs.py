@@ -9,31 +9,25 @@ until the call completes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
 
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.engine.change_execution import Steps
 from svc.engine.command_records import utcnow
 from svc.engine.executor import CommandRun, Node
+from svc.engine.gateway import PluginGateway
 from svc.engine.graph import Graph
-from svc.engine.operations import RetryPolicy
-from svc.engine.ratelimit import NamespaceLimits
 from svc.engine.writer import BatchWriter
 from svc.model.records import CommandRecord
 from svc.model.states import TERMINAL_COMMAND_STATES, CommandState
-from svc.plugins.runner import PluginRunner
 from svc.telemetry import traced_command
 
 
 class Runs:
-    def __init__(self, store: Datastore, writer: BatchWriter, runners: Mapping[str, PluginRunner],
-                 policy: Callable[[str], RetryPolicy], limits: Callable[[str], NamespaceLimits]) -> None:
+    def __init__(self, store: Datastore, writer: BatchWriter, gateway: PluginGateway) -> None:
         self.store = store
         self.writer = writer
-        self.runners = runners
-        self.policy = policy
-        self.limits = limits
+        self.gateway = gateway
         self.detached: set[asyncio.Task[None]] = set()
         self._runs: dict[str, CommandRun] = {}
         self._tasks: dict[str, asyncio.Task[str]] = {}
@@ -42,8 +36,8 @@ class Runs:
                *, recovered: bool = False) -> CommandRun:
         """Starts executing the command as one task; ``command``: its stored record, None when resuming one
         whose record says it never started."""
-        steps = Steps(command_id, self.store, self.writer, self.runners, self.policy, recovered=recovered)
-        run = CommandRun(command_id, graph, nodes, self.store, steps, self.limits, self.finish, self.writer,
+        steps = Steps(command_id, self.store, self.writer, self.gateway, recovered=recovered)
+        run = CommandRun(command_id, graph, nodes, self.store, steps, self.gateway, self.finish, self.writer,
                          in_progress_stored=command is not None and command.state == CommandState.IN_PROGRESS,
                          detached=self.detached)
         self._runs[command_id] = run

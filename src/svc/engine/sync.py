@@ -16,10 +16,10 @@
   have stored it. A filter without conditions never evicts (engine.md §6): it keeps whole types out of
   discovery, not rows a user may already have looked at.
 
-Reads run on a fixed pool of workers and draw from the plugin's rate limit and in-flight slots like any
-command; unchanged resources cost no write at all; changes are written in batches. A pass that stored no
-version leaves no command behind. The timer and ``POST /admin/synchronize`` call this through
-``engine.jobs["synchronization"]``.
+Reads go through the plugin gateway on a fixed pool of workers, each taking one of its plugin's rate-limit
+tokens and in-flight slots like any command's change; unchanged resources cost no write at all; changes are
+written in batches. A pass that stored no version leaves no command behind. The timer and
+``POST /admin/synchronize`` call this through ``engine.jobs["synchronization"]``.
 """
 
 from __future__ import annotations
@@ -34,21 +34,20 @@ from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.engine.discovery_filters import MatchFilter, excluded
 from svc.engine.discovery_settings import PluginDiscovery
-from svc.engine.engine import Engine
+from svc.engine.gateway import PluginGateway
 from svc.engine.observed import SyncCommand, observed_write
-from svc.engine.operations import read
-from svc.engine.queries import PAGE
+from svc.engine.planner import Catalog
 from svc.model import values
 from svc.model.opaque import opaque_fields
 from svc.model.records import ResourceVersion, ResourceWrite, TargetRecord, every_item
 from svc.model.schema import Schema
 from svc.model.schema_cache import schema_of
-from svc.plugins.runner import Call, PluginRunner
 from svc.plugins.sdk import ErrorCode
 
 log = logging.getLogger("svc.engine.sync")
 WORKERS = 64  # reads in flight at most (each also takes one of its plugin's in-flight slots)
 BATCH = 500  # writes per flush
+_PAGE = 1000  # rows per datastore page
 _NO_SCHEMA = Schema(identifier="")
 
 
@@ -56,10 +55,10 @@ def busy_stacks(store: Datastore) -> set[str]:
     """Stacks of the apply and destroy commands still in progress, whoever started them (a user, the stack
     expirer, the auto-reconciler): such a command owns its stacks. Background reads (sync, discovery) do not."""
     busy: set[str] = set()
-    for command in every_item(lambda c: store.list_incomplete_commands(cursor=c, limit=PAGE)):
+    for command in every_item(lambda c: store.list_incomplete_commands(cursor=c, limit=_PAGE)):
         if command.command in ("apply", "destroy"):
             busy |= {u.stack_label for u in every_item(lambda c, i=command.id: store.get_resource_updates(
-                i, cursor=c, limit=PAGE))}
+                i, cursor=c, limit=_PAGE))}
     return busy
 
 
@@ -77,10 +76,11 @@ class SyncPass:
     """One pass over a snapshot of the resources: ``one`` reads a resource and queues what to store,
     ``flush`` stores what is queued (also every ``BATCH``), ``finish`` closes the pass's command."""
 
-    def __init__(self, engine: Engine, targets: dict[str, TargetRecord], busy: set[str],
-                 discovery: Mapping[str, PluginDiscovery] | None = None) -> None:
-        self.engine = engine
-        self.store = engine.store
+    def __init__(self, store: Datastore, gateway: PluginGateway, catalog: Catalog, targets: dict[str, TargetRecord],
+                 busy: set[str], discovery: Mapping[str, PluginDiscovery] | None = None) -> None:
+        self.store = store
+        self.gateway = gateway
+        self.catalog = catalog
         self.targets = targets
         self.busy = busy
         # Namespace (upper case) → the filters that evict: those with conditions.
@@ -94,11 +94,8 @@ class SyncPass:
         self._evictions: list[ResourceVersion] = []
         self._flushing = asyncio.Lock()
 
-    def _runner(self, namespace: str) -> PluginRunner | None:
-        return next((r for n, r in self.engine.runners.items() if n.upper() == namespace.upper()), None)
-
     def _schema(self, resource: ResourceVersion) -> Schema:
-        known = self.engine.catalog.types.get(resource.type)
+        known = self.catalog.types.get(resource.type)
         if known is not None:
             return known
         document = resource.document.get("Schema")
@@ -106,17 +103,16 @@ class SyncPass:
 
     async def one(self, resource: ResourceVersion) -> None:
         target = self.targets.get(resource.target)
-        runner = self._runner(target.namespace) if target is not None else None
-        if resource.stack in self.busy or resource.native_id is None or target is None or runner is None:
+        plugin = self.gateway.find(target.namespace) if target is not None else None
+        if resource.stack in self.busy or resource.native_id is None or target is None or plugin is None:
             self.tally.skipped += 1
             return
         schema = self._schema(resource)
-        policy = self.engine.policy(target.namespace)
         prior = values.redact(dict(resource.properties), opaque_fields(schema))
         try:
-            async with self.engine.limits(target.namespace).dispatch():
-                result = await read(runner, Call(resource.type, dict(target.config), policy.call_timeout),
-                                    resource.native_id, prior, policy, not_found_ok=True)
+            async with plugin.dispatch():
+                result = await plugin.read(resource.type, target.config, resource.native_id, prior,
+                                           not_found_ok=True)
         except Exception as error:  # noqa: BLE001 - a plugin that died or timed out: the next pass retries
             self._failed(resource, type(error).__name__)
             return
@@ -180,19 +176,19 @@ class SyncPass:
         return self.command.finish(recorded=bool(self.tally.versions or self.tally.deleted or self.tally.evicted))
 
 
-async def synchronize(engine: Engine, discovery: Mapping[str, PluginDiscovery] | None = None) -> str | None:
+async def synchronize(store: Datastore, gateway: PluginGateway, catalog: Catalog,
+                      discovery: Mapping[str, PluginDiscovery] | None = None) -> str | None:
     """Returns the sync command's id, or None when nothing was written. ``discovery``: each plugin's discovery
     settings by namespace, whose filters evict unmanaged resources (none: nothing is evicted)."""
     started = time.monotonic()
-    store = engine.store
 
     def load() -> tuple[list[ResourceVersion], dict[str, TargetRecord], set[str]]:
-        resources = every_item(lambda c: store.list_resources(cursor=c, limit=PAGE))
-        targets = {t.label: t for t in every_item(lambda c: store.list_targets(cursor=c, limit=PAGE))}
+        resources = every_item(lambda c: store.list_resources(cursor=c, limit=_PAGE))
+        targets = {t.label: t for t in every_item(lambda c: store.list_targets(cursor=c, limit=_PAGE))}
         return resources, targets, busy_stacks(store)
 
     resources, targets, busy = await asyncio.to_thread(load)
-    run = SyncPass(engine, targets, busy, discovery)
+    run = SyncPass(store, gateway, catalog, targets, busy, discovery)
     pending: Iterator[ResourceVersion] = iter(resources)
 
     async def worker() -> None:
