@@ -4,31 +4,24 @@ a plan's changeset, a cancel's outcome) rendered as the reference's wire shapes,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from svc.engine.command_records import UpdateData
+from svc.engine.command_records import UpdateData, shown_change, stored_change
 from svc.engine.errors import ConflictingCommands
 from svc.engine.planner.changeset import Changeset, PolicyChange, ResourceChange
 from svc.engine.service import Caller, CancelOutcome, StoredCommand, Submission
-from svc.model import values, wire
+from svc.model import wire
 from svc.model.records import CommandRecord, ResourceUpdateRecord
-from svc.model.schema_cache import opaque_fields_of
 from svc.model.states import UpdateState
 
 Json = dict[str, Any]
 
 
-def _shown(properties: Json | None, change: ResourceChange) -> Json | None:
-    """Properties as they may be shown: secrets hashed."""
-    if properties is None:
-        return None
-    return values.hash_secrets(properties, opaque_fields_of(change.schema))
-
-
 def _change_view(change: ResourceChange, state: str, **extra: Any) -> wire.ResourceUpdateView:
-    desired = _shown(change.desired, change)
+    """The view of a change whose secrets are hashed already (``command_records.shown_change``, or as stored)."""
+    desired = change.desired
     return wire.ResourceUpdateView(
         ResourceId=change.ksuid, ResourceType=change.type, ResourceLabel=change.label, OldLabel=change.old_label,
         StackName=change.stack, OldStackName=change.old_stack, Operation=change.operation,
@@ -41,7 +34,7 @@ def _change_view(change: ResourceChange, state: str, **extra: Any) -> wire.Resou
 
 def update_view(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
     data = UpdateData.from_json(dict(record.data))
-    change = ResourceChange.from_json(dict(data.change))
+    change = stored_change(record)
     failed = record.state in (UpdateState.FAILED, UpdateState.REJECTED)
     duration = None
     if record.start_ts is not None and data.finished_at:
@@ -104,10 +97,12 @@ def _target_view(target: Json, state: str) -> wire.TargetUpdateView:
                                  ExistingConfig=target.get("existing_config"), DesiredConfig=target.get("config"))
 
 
-def plan_view(command_id: str, changeset: Changeset, *, client_id: str) -> wire.CommandView:
+def plan_view(command_id: str, changeset: Changeset, shown: Sequence[ResourceChange], *,
+              client_id: str) -> wire.CommandView:
+    """The plan of ``changeset``, whose resource changes are given as ``shown`` (``command_records.shown_change``)."""
     return wire.CommandView(
         CommandId=command_id, Command=changeset.command, Mode=changeset.mode, Source="user", State="NotStarted",
-        ResourceUpdates=[_change_view(c, "NotStarted") for c in changeset.resources],
+        ResourceUpdates=[_change_view(c, "NotStarted") for c in shown],
         TargetUpdates=[_target_view(t.to_json(), "NotStarted") for t in changeset.targets] or None,
         StackUpdates=[wire.StackUpdateView(StackLabel=s.label, Operation=s.operation, State="NotStarted",
                                            Description=s.description) for s in changeset.stacks] or None,
@@ -127,7 +122,8 @@ def submit_response(submission: Submission, caller: Caller) -> wire.SubmitComman
     if not changeset.has_changes:
         return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
             ChangesRequired=False, BaselineStacks=changeset.absorbed or None))
-    view = plan_view(submission.command_id, changeset, client_id=caller.client_id)
+    shown = submission.shown or tuple(shown_change(change) for change in changeset.resources)
+    view = plan_view(submission.command_id, changeset, shown, client_id=caller.client_id)
     return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
         ChangesRequired=True, Command=view, Warnings=changeset.warnings or None))
 

@@ -58,8 +58,9 @@ def current_revision(conn: sa.Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
 
 
-def migrate(engine: sa.Engine, *, schema: str | None = None) -> MigrationResult:
-    """Upgrades the database to the newest revision (creating ``schema`` first on PostgreSQL)."""
+def migrate(engine: sa.Engine, *, schema: str | None = None, revision: str | None = None) -> MigrationResult:
+    """Upgrades the database to the newest revision, or to ``revision`` (tests build a datastore as an older
+    agent left it), creating ``schema`` first on PostgreSQL."""
     config = _config()
     script = ScriptDirectory.from_config(config)
     with engine.connect() as base:
@@ -70,13 +71,13 @@ def migrate(engine: sa.Engine, *, schema: str | None = None) -> MigrationResult:
                 if schema:
                     conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema.replace(chr(34), chr(34) * 2)}"')
             before = current_revision(conn)
-            head = script.get_current_head()
+            head = revision or script.get_current_head()
             if before == head:
                 return MigrationResult(before, head)
             log.info("database migrations are starting (%s -> %s); this may take a while", before, head)
 
-            def upgrade(revision: Any, _context: Any) -> Any:
-                return script._upgrade_revs(head, revision)  # noqa: SLF001 (alembic's own command does this)
+            def upgrade(current: Any, _context: Any) -> Any:
+                return script._upgrade_revs(head, current)  # noqa: SLF001 (alembic's own command does this)
 
             context = EnvironmentContext(config, script, fn=upgrade, destination_rev=head)
             # The connection is already in our transaction, so alembic runs inside it and does not commit.

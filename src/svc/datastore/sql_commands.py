@@ -13,11 +13,11 @@ from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import Pattern, Query
 from svc.datastore.query_sql import conditions, match, matcher
 from svc.datastore.sql_base import SqlBase, json_value, now, upsertable_insert
-from svc.datastore.tables import command_stacks, commands, resource_updates
+from svc.datastore.tables import command_stacks, commands, resource_changes, resource_updates
 from svc.model.records import CancelOutcome, CommandRecord, Page, ResourceUpdateRecord
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, CommandState, UpdateState
 
-c, u, cs = commands, resource_updates, command_stacks
+c, u, cs, rc = commands, resource_updates, command_stacks, resource_changes
 
 _COMMAND_ORDER = (c.c.start_ts, c.c.id)
 _UPDATE_ORDER = (u.c.ksuid, u.c.operation)
@@ -37,13 +37,15 @@ def _command(row: sa.Row[Any]) -> CommandRecord:
 
 
 def _update(row: sa.Row[Any]) -> ResourceUpdateRecord:
-    """A full row, or a summary's (whose data is NULL unless the update failed)."""
+    """A full row (the update joined with its change), or a summary's (no change; data NULL unless the update
+    failed)."""
     m = row._mapping
     return ResourceUpdateRecord(
         command_id=m["command_id"], ksuid=m["ksuid"], operation=m["operation"], state=m["state"],
         resource_type=m["resource_type"], resource_label=m["resource_label"], stack_label=m["stack_label"],
         start_ts=m["start_ts"], modified_ts=m["modified_ts"], version=m["version"], group_id=m["group_id"],
         is_cascade=bool(m["is_cascade"]), cascade_source=m["cascade_source"], data=m["data"] or {},
+        change=m.get("change") or {}, desired_sealed=m.get("desired_sealed"),
     )
 
 
@@ -70,7 +72,13 @@ def _update_values(record: ResourceUpdateRecord) -> dict[str, Any]:
     }
 
 
+def _change_values(record: ResourceUpdateRecord) -> dict[str, Any]:
+    return {"command_id": record.command_id, "ksuid": record.ksuid, "operation": record.operation,
+            "change": dict(record.change), "desired_sealed": record.desired_sealed}
+
+
 _UPDATE_COLUMNS = tuple(column.key for column in u.c)
+_CHANGE_COLUMNS = tuple(column.key for column in rc.c)
 
 
 def _upsert_updates(dialect: sa.Dialect) -> sa.Insert:
@@ -85,6 +93,12 @@ def _upsert_updates(dialect: sa.Dialect) -> sa.Insert:
 
 
 _UPSERT_UPDATES = BulkStatement(_upsert_updates, _UPDATE_COLUMNS)
+# A change is immutable: storing a command again (a write retried after an outage) keeps the one stored.
+_INSERT_CHANGES = BulkStatement(
+    lambda dialect: upsertable_insert(dialect, rc).on_conflict_do_nothing(
+        index_elements=[rc.c.command_id, rc.c.ksuid, rc.c.operation]), _CHANGE_COLUMNS)
+_WITH_CHANGE = u.outerjoin(rc, sa.and_(rc.c.command_id == u.c.command_id, rc.c.ksuid == u.c.ksuid,
+                                       rc.c.operation == u.c.operation))
 
 
 class CommandStore(SqlBase):
@@ -98,6 +112,8 @@ class CommandStore(SqlBase):
         reconcile's), matched by ``stack:`` queries like its updates' stacks."""
         command_row = _command_values(command)
         update_rows = [_update_values(update) for update in updates]
+        # Updates written by others than the engine (tests, tools) may carry no change: no row for them.
+        change_rows = [_change_values(update) for update in updates if update.change or update.desired_sealed]
         with self.write() as conn:
             statement = self.insert(c).values(**command_row)
             statement = statement.on_conflict_do_update(
@@ -108,6 +124,7 @@ class CommandStore(SqlBase):
             # One executemany: each driver batches it within its own limits (psycopg pipelines it, the Data API
             # driver splits BatchExecuteStatement calls under the request cap).
             _UPSERT_UPDATES.execute(conn, update_rows)
+            _INSERT_CHANGES.execute(conn, change_rows)
             if stacks:
                 covered = self.insert(cs).on_conflict_do_nothing(index_elements=[cs.c.command_id, cs.c.stack_label])
                 conn.execute(covered, [{"command_id": command.id, "stack_label": s} for s in sorted(set(stacks))])
@@ -135,6 +152,7 @@ class CommandStore(SqlBase):
     def delete_command(self, command_id: str) -> bool:
         """Removes a command and its updates (e.g. a synchronization that changed nothing)."""
         with self.write() as conn:
+            conn.execute(sa.delete(rc).where(rc.c.command_id == command_id))
             conn.execute(sa.delete(u).where(u.c.command_id == command_id))
             conn.execute(sa.delete(cs).where(cs.c.command_id == command_id))
             return conn.execute(sa.delete(c).where(c.c.id == command_id)).rowcount == 1
@@ -176,7 +194,9 @@ class CommandStore(SqlBase):
 
     def get_resource_updates(self, command_id: str, *, cursor: str | None = None,
                              limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceUpdateRecord]:
-        statement = sa.select(u).where(u.c.command_id == command_id)
+        """A command's updates, each with its change."""
+        statement = (sa.select(u, rc.c.change, rc.c.desired_sealed).select_from(_WITH_CHANGE)
+                     .where(u.c.command_id == command_id))
         with self.read() as conn:
             return paginate(conn, statement, list_name=f"updates:{command_id}", order=_UPDATE_ORDER, cursor=cursor,
                             limit=limit, convert=_update)
@@ -184,9 +204,9 @@ class CommandStore(SqlBase):
     def get_resource_update_summaries(self, command_id: str, *, modified_since: datetime | None = None,
                                       cursor: str | None = None,
                                       limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceUpdateRecord]:
-        """``get_resource_updates`` without the data documents, except those of failed and rejected updates
-        (their messages): what following a command needs. Reading and decoding every update's document,
-        which holds its whole change, cost most of a status poll of a big command. ``modified_since``: only
+        """``get_resource_updates`` without the changes, nor the data documents except those of failed and
+        rejected updates (their messages): what following a command needs. Reading and decoding every update's
+        change cost most of a status poll of a big command. ``modified_since``: only
         the updates whose state was written at or after it (each state write stamps ``modified_ts`` once it
         holds the write lock, so a write committed later than a read carries a time at most the write's
         duration before that read)."""

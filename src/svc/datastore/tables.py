@@ -197,6 +197,19 @@ resource_updates = sa.Table(
     sa.Index("ix_resource_updates_stack", "stack_label", "command_id"),
 )
 
+# A resource update's change as planned, keyed as its update: the change document (desired state with secrets
+# hashed, prior state, patch, schema, dependencies…) and the plain-text desired state sealed when it holds
+# secrets. Written once, with the command; a state transition writes only the update's row above, whose ``data``
+# is the small progress (attempt, message…), instead of rewriting the whole change each time.
+resource_changes = sa.Table(
+    "resource_changes", metadata,
+    sa.Column("command_id", Key, sa.ForeignKey("commands.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("ksuid", Key, primary_key=True),
+    sa.Column("operation", sa.String(16), primary_key=True),
+    sa.Column("change", Json, nullable=False),
+    sa.Column("desired_sealed", sa.Text, nullable=True),
+)
+
 # The stacks a command covers beyond those of its resource updates: a reconcile apply is the new baseline of every
 # stack its forma names, also where it changes nothing (``stack:`` queries match either table).
 command_stacks = sa.Table(

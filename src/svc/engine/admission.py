@@ -17,7 +17,7 @@ from svc.datastore.interface import Datastore
 from svc.datastore.query import DESTROY_FIELDS, parse_query
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
-from svc.engine.command_records import command_record, update_data, update_record
+from svc.engine.command_records import UpdateData, command_record, shown_change, update_record
 from svc.engine.errors import ConflictingCommands, InvalidForma
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
@@ -91,25 +91,25 @@ class Admission:
                                             description)
                 return Submission(command_id if stored else "", changeset)
             graph = build_graph(changeset.resources)
+            shown = tuple(shown_change(change) for change in changeset.resources)  # secrets hashed, once
             if simulate:
-                return Submission(command_id, changeset)
+                return Submission(command_id, changeset, shown)
             await self._refuse_conflicts(changeset)
-            data = [update_data(change, self.sealer) for change in changeset.resources]
-            records = [update_record(command_id, change, each)
-                       for change, each in zip(changeset.resources, data, strict=True)]
+            records = [update_record(command_id, change, each, self.sealer)
+                       for change, each in zip(changeset.resources, shown, strict=True)]
             # Stored as InProgress: it starts as soon as it is stored, and a separate write of that state would
             # stand between storing the command and its first plugin call.
             command = self._record(command_id, changeset, request.force, caller, description,
                                    state=CommandState.IN_PROGRESS)
             await asyncio.to_thread(self._store_command, command, records, changeset)
-            nodes = {change.key: Node(change, each) for change, each in zip(changeset.resources, data, strict=True)}
+            nodes = {change.key: Node(change, UpdateData()) for change in changeset.resources}
             run = self.runs.launch(command_id, graph, nodes, command)
             if any(target.starts_discovery for target in changeset.targets):
                 self._discover_after(command_id)
         # The first plugin calls go out before the caller builds and sends its answer (the plan of a big
         # command takes milliseconds to serialise), not after.
         await run.dispatched.wait()
-        return Submission(command_id, changeset)
+        return Submission(command_id, changeset, shown)
 
     def _record(self, command_id: str, changeset: Changeset, force: bool, caller: Caller,
                 description: tuple[str, bool], **state: str) -> CommandRecord:

@@ -1,13 +1,14 @@
 """How commands and resource changes are stored: records in, records out, secrets never in plain text.
 
-A resource update's ``data`` holds its change (desired state with secrets hashed; the plain-text
-desired state sealed when it holds secrets), the attempt in flight (token, request id) and the last
-progress, so that a restarted agent knows exactly where each change stands.
+A resource update's change (desired state with secrets hashed; the plain-text desired state sealed when it
+holds secrets) is stored once, with its command; its ``data`` holds what changes as it runs: the attempt in
+flight (token, request id), the last progress and message, so that a restarted agent knows exactly where
+each change stands. A state transition writes only ``data``, never the change again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,24 +26,20 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _secret_free(change: ResourceChange) -> tuple[Json, str | None]:
-    """The change as stored, and the sealed plain-text desired state when hashing changed it."""
-    document = change.to_json()
-    sealed = None
-    if change.desired is not None:
-        hashed = values.hash_secrets(change.desired, opaque_fields_of(change.schema))
-        document["desired"] = hashed
-        if hashed != change.desired:
-            sealed = "pending"
-    return document, sealed
+def shown_change(change: ResourceChange) -> ResourceChange:
+    """The change as it may be shown and stored: its desired state with secrets hashed (``change`` itself when
+    it holds none). Made once per change, when its command is planned: the plan's view and the stored change
+    are both this, and what is read back from the datastore is hashed already."""
+    if change.desired is None:
+        return change
+    hashed = values.hash_secrets(change.desired, opaque_fields_of(change.schema))
+    return change if hashed == change.desired else replace(change, desired=hashed)
 
 
 @dataclass
 class UpdateData:
-    """The mutable part of one resource update, written whole on each transition."""
+    """The mutable part of one resource update (its progress), written whole on each transition."""
 
-    change: Json
-    desired_sealed: str | None = None
     attempt: Json | None = None
     progress: Json | None = None
     message: str = ""
@@ -52,8 +49,8 @@ class UpdateData:
     extra: Json = field(default_factory=dict)
 
     def to_json(self) -> Json:
-        document: Json = {"change": self.change}
-        for name in ("desired_sealed", "attempt", "progress", "current_attempt", "max_attempts", "finished_at"):
+        document: Json = {}
+        for name in ("attempt", "progress", "current_attempt", "max_attempts", "finished_at"):
             if getattr(self, name) is not None:
                 document[name] = getattr(self, name)
         if self.message:
@@ -63,35 +60,35 @@ class UpdateData:
 
     @classmethod
     def from_json(cls, document: Json) -> UpdateData:
-        known = {"change", "desired_sealed", "attempt", "progress", "message", "current_attempt", "max_attempts",
-                 "finished_at"}
-        return cls(change=document["change"], desired_sealed=document.get("desired_sealed"),
-                   attempt=document.get("attempt"), progress=document.get("progress"),
+        known = {"attempt", "progress", "message", "current_attempt", "max_attempts", "finished_at"}
+        return cls(attempt=document.get("attempt"), progress=document.get("progress"),
                    message=document.get("message", ""), current_attempt=document.get("current_attempt"),
                    max_attempts=document.get("max_attempts"), finished_at=document.get("finished_at"),
                    extra={k: v for k, v in document.items() if k not in known})
 
 
-def update_data(change: ResourceChange, sealer: Sealer) -> UpdateData:
-    """A new update's data: its change with secrets hashed, the plain-text desired state sealed."""
-    stored, sealed = _secret_free(change)
-    return UpdateData(change=stored, desired_sealed=sealer.seal(change.desired) if sealed else None)
-
-
-def update_record(command_id: str, change: ResourceChange, data: UpdateData) -> ResourceUpdateRecord:
+def update_record(command_id: str, change: ResourceChange, shown: ResourceChange,
+                  sealer: Sealer) -> ResourceUpdateRecord:
+    """A new update: its change as ``shown`` (``shown_change``: secrets hashed), the plain-text desired state
+    sealed when it holds secrets, no progress yet."""
     return ResourceUpdateRecord(
         command_id=command_id, ksuid=change.ksuid, operation=change.operation, state=UpdateState.NOT_STARTED,
         resource_type=change.type, resource_label=change.label, stack_label=change.stack,
         group_id=change.group_id, is_cascade=change.is_cascade, cascade_source=change.cascade_source,
-        data=data.to_json())
+        data=UpdateData().to_json(), change=shown.to_json(),
+        desired_sealed=sealer.seal(change.desired) if shown is not change else None)
+
+
+def stored_change(record: ResourceUpdateRecord) -> ResourceChange:
+    """The change as stored: its desired state with secrets hashed (what may be shown)."""
+    return ResourceChange.from_json(dict(record.change))
 
 
 def change_of(record: ResourceUpdateRecord, sealer: Sealer) -> ResourceChange:
     """The change to execute, with its plain-text desired state unsealed."""
-    data = UpdateData.from_json(dict(record.data))
-    change = ResourceChange.from_json(dict(data.change))
-    if data.desired_sealed:
-        change.desired = sealer.open(data.desired_sealed)
+    change = stored_change(record)
+    if record.desired_sealed:
+        change.desired = sealer.open(record.desired_sealed)
     return change
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, RESOURCE_FIELDS, parse_query
 from svc.engine.background import PeriodicJob
-from svc.engine.command_records import change_of
+from svc.engine.command_records import change_of, stored_change
 from svc.engine.drift import drift, last_reconcile
 from svc.engine.errors import ConflictingCommands, EngineError, ReconcilePolicyRequired
 from svc.engine.policy_store import (
@@ -42,7 +42,6 @@ from svc.engine.service import ApplyRequest, Caller
 from svc.model import values
 from svc.model.forma import Forma
 from svc.model.records import ResourceVersion
-from svc.model.schema_cache import opaque_fields_of
 
 if TYPE_CHECKING:
     from svc.engine.engine import Engine
@@ -205,7 +204,7 @@ def _with_secrets(store: Datastore, sealer: Sealer, stack: str, versions: dict[s
     query = parse_query(f"stack:{literal(stack)}", COMMAND_FIELDS)
     for command in every(lambda c: store.list_commands(query, sources=None, cursor=c, limit=PAGE)):
         for record in every(lambda c, i=command.id: store.get_resource_updates(i, cursor=c, limit=PAGE)):
-            if record.ksuid not in missing or record.ksuid in found or not record.data.get("desired_sealed"):
+            if record.ksuid not in missing or record.ksuid in found or not record.desired_sealed:
                 continue
             try:
                 change = change_of(record, sealer)
@@ -213,8 +212,8 @@ def _with_secrets(store: Datastore, sealer: Sealer, stack: str, versions: dict[s
                 log.warning("auto-reconcile of %s/%s: %s", stack, record.resource_label, error)
                 continue
             plain = change.desired or {}
-            restored = _restore(missing[record.ksuid], plain,
-                                values.hash_secrets(plain, opaque_fields_of(change.schema)))
+            # The stored change's desired state is the plain one hashed when the command was stored.
+            restored = _restore(missing[record.ksuid], plain, stored_change(record).desired or {})
             if not values.contains_hash(restored):
                 found[record.ksuid] = restored
         if len(found) == len(missing):

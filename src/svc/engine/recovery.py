@@ -11,14 +11,13 @@ import asyncio
 import logging
 
 from svc.datastore.interface import Datastore
-from svc.engine.command_records import UpdateData, change_of, overall_state, utcnow
+from svc.engine.command_records import UpdateData, change_of, overall_state, stored_change, utcnow
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
-from svc.engine.planner import ResourceChange
 from svc.engine.queries import updates_of
 from svc.engine.runs import Runs
 from svc.engine.sealing import Sealer, SealError
-from svc.model.records import CommandRecord, ResourceUpdateRecord
+from svc.model.records import CommandRecord
 from svc.model.states import TERMINAL_UPDATE_STATES, CommandState, UpdateState
 
 log = logging.getLogger("svc.engine")
@@ -38,7 +37,7 @@ async def recover(store: Datastore, sealer: Sealer, runs: Runs, command: Command
             data.message = f"{error}; apply the forma again"
             await asyncio.to_thread(store.set_resource_update_state, command.id, record.ksuid,
                                     record.operation, UpdateState.FAILED, data=data.to_json())
-            change = _unsealed(record)
+            change = stored_change(record)  # what is stored, without the secrets it cannot open
             nodes[change.key] = Node(change, data, UpdateState.FAILED)
             continue
         state = record.state
@@ -53,8 +52,3 @@ async def recover(store: Datastore, sealer: Sealer, runs: Runs, command: Command
     log.info("resuming command %s (%d of %d changes unfinished)", command.id,
              sum(node.state not in TERMINAL_UPDATE_STATES for node in nodes.values()), len(nodes))
     runs.launch(command.id, build_graph(node.change for node in nodes.values()), nodes, command, recovered=True)
-
-
-def _unsealed(record: ResourceUpdateRecord) -> ResourceChange:
-    """The change of an update whose sealed secrets cannot be opened: what is stored without them."""
-    return ResourceChange.from_json(dict(UpdateData.from_json(dict(record.data)).change))

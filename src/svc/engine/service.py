@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from svc.engine.planner.changeset import Changeset
+from svc.engine.planner.changeset import Changeset, ResourceChange
 from svc.model.forma import Forma
 from svc.model.records import CommandRecord, ResourceUpdateRecord
 
@@ -51,10 +51,12 @@ class Submission:
     """What an apply or destroy did. ``changeset``: the plan (``has_changes`` false when nothing needs to
     change; ``absorbed``: the stacks whose drift a no-op reconcile takes in as their new baseline);
     ``command_id``: the stored command, "" for a simulation or a no-op that stored nothing (every id a
-    client is given can be looked up)."""
+    client is given can be looked up). ``shown``: the resource changes as they may be shown, secrets hashed
+    (``command_records.shown_change``, made once for the plan and the stored command)."""
 
     command_id: str
     changeset: Changeset
+    shown: tuple[ResourceChange, ...] = ()
 
     @property
     def changes_required(self) -> bool:

@@ -197,8 +197,10 @@ class CommandRecord:
 
 @dataclass(frozen=True, slots=True)
 class ResourceUpdateRecord:
-    """One resource's part of a command, keyed by (command_id, ksuid, operation). ``data`` is the engine's
-    payload (desired and prior state, progress, resolvables…)."""
+    """One resource's part of a command, keyed by (command_id, ksuid, operation). ``change`` is the change as
+    planned (desired and prior state, patch, dependencies…; secrets hashed) and ``desired_sealed`` its
+    plain-text desired state sealed: both written once, with the command (``put_command``). ``data`` is the
+    engine's progress (attempt, message…), written with each state."""
 
     command_id: str
     ksuid: str
@@ -214,6 +216,8 @@ class ResourceUpdateRecord:
     is_cascade: bool = False
     cascade_source: str | None = None
     data: Json = field(default_factory=dict)
+    change: Json = field(default_factory=dict)
+    desired_sealed: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
