@@ -212,14 +212,23 @@ def plain_known(value: Any) -> Any:
     return map_envelopes(value, convert)
 
 
-def contains_unresolved(value: Any) -> bool:
-    if value is UNRESOLVED:
+def any_within(value: Any, found: Callable[[Any], bool]) -> bool:
+    """Whether ``found`` holds for ``value`` or for anything nested in its dicts and lists."""
+    if found(value):
         return True
     if isinstance(value, dict):
-        return any(contains_unresolved(v) for v in value.values())
+        return any(any_within(v, found) for v in value.values())
     if isinstance(value, list):
-        return any(contains_unresolved(v) for v in value)
+        return any(any_within(v, found) for v in value)
     return False
+
+
+def _is_unresolved(value: Any) -> bool:
+    return value is UNRESOLVED
+
+
+def contains_unresolved(value: Any) -> bool:
+    return any_within(value, _is_unresolved)
 
 
 def split_path(path: str) -> list[str]:

@@ -216,7 +216,8 @@ def mask_patch(ops: list[Op], desired: Json, schema: Schema) -> list[Op]:
             masked.append(op)
             continue
         steps = _steps(op["path"], desired)
-        if steps and _holds_secret(desired.get(steps[0])):  # an Opaque envelope somewhere in the field
+        # An Opaque envelope somewhere in the field: the whole value is masked.
+        if steps and values.any_within(desired.get(steps[0]), values.is_opaque):
             masked.append({**op, "value": values.hashed_secret(op["value"])})
         else:
             masked.append({**op, "value": values.hashed_at(op["value"], opaque.at_path(steps))})
@@ -240,11 +241,3 @@ def _steps(pointer: str, desired: Any) -> list[str | int]:
     return steps
 
 
-def _holds_secret(value: Any) -> bool:
-    if values.is_opaque(value):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_holds_secret(v) for v in value)
-    return False

@@ -37,7 +37,7 @@ def validate_forma(forma: Forma, inventory: Inventory, catalog: Catalog) -> None
             raise InvalidForma(f"target {target.label!r}: no enabled plugin serves namespace {target.namespace}; "
                                f"enabled: {', '.join(sorted(catalog.namespaces)) or 'none'}",
                                {"TargetLabel": target.label, "Namespace": target.namespace})
-        if target.config and _has_reference(target.config):
+        if target.config and values.any_within(target.config, _is_reference):
             raise InvalidForma(f"target {target.label!r}: references in a target's config are not supported",
                                {"TargetLabel": target.label})
     for resource in forma.resources:
@@ -63,14 +63,8 @@ def validate_forma(forma: Forma, inventory: Inventory, catalog: Catalog) -> None
                                f"{catalog.namespace_of(resource.type)}", {"TargetLabel": resource.target})
 
 
-def _has_reference(value: Any) -> bool:
-    if values.is_res(value) or values.is_ref(value):
-        return True
-    if isinstance(value, dict):
-        return any(_has_reference(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_reference(v) for v in value)
-    return False
+def _is_reference(value: Any) -> bool:
+    return values.is_res(value) or values.is_ref(value)
 
 
 def check_no_hashed_secret(resource: Resource, desired: dict[str, Any]) -> None:
