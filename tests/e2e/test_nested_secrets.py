@@ -207,3 +207,34 @@ new vault.Vault {{
     assert json.loads(again.stdout)["ChangesRequired"] is False, again.stdout
 
     assert_kept_hashed(world, answers, [*SECRETS.values(), edited, found])
+
+
+# A reference to the whole object that holds a secret: the consumer is sent the object itself and keeps it
+# hashed whole, in a form the planner can recompute from the producer's stored state.
+WHOLE = 'new item.Item { label = "whole"; ref = app.res.database }\n'
+
+
+def test_a_reference_to_an_object_holding_secrets_converges_and_follows_the_secrets(world: World) -> None:
+    answers = Answers(world)
+    forma = world.forma(vault_body(SECRETS) + WHOLE, imports=IMPORTS)
+    assert answers.apply(forma).returncode == 0
+    [(_, consumer)] = world.cloud_labels("FAKE::Test::Item").items()
+    assert consumer["properties"]["Ref"]["Replica"]["Password"] == SECRETS["replica"]
+    [kept] = answers.get("/resources", query="type:FAKE::Test::Item").json()["Resources"]
+    assert hashed(kept["Properties"]["Ref"])
+
+    assert answers.simulate(forma)["ChangesRequired"] is False  # before: an update each apply
+    assert answers.post("/admin/synchronize").status_code == 200  # a read-back of the object is no drift
+    assert answers.get("/stacks/app/drift").json() == {"ModifiedResources": []}
+    assert answers.simulate(forma)["ChangesRequired"] is False
+
+    changed = {**SECRETS, "replica": "replica-pw-rotated-41c2"}
+    rotated = world.forma(vault_body(changed) + WHOLE, name="rotated.pkl", imports=IMPORTS)
+    plan = answers.simulate(rotated)
+    assert sorted(u["ResourceLabel"] for u in plan["Command"]["ResourceUpdates"]) == ["vault", "whole"]
+    assert answers.apply(rotated).returncode == 0
+    [(_, consumer)] = world.cloud_labels("FAKE::Test::Item").items()
+    assert consumer["properties"]["Ref"]["Replica"]["Password"] == changed["replica"]
+    assert answers.simulate(rotated)["ChangesRequired"] is False
+
+    assert_kept_hashed(world, answers, [*SECRETS.values(), changed["replica"]])

@@ -3,6 +3,8 @@ string, compared by the producer's stored hash at plan time, and no bar to creat
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from support.planning import BUCKET, TYPES, forma, inventory, new_id, ref, res, resource, stored
@@ -69,3 +71,38 @@ def test_a_forma_from_an_older_svc_takes_the_installed_plugin_s_opaque_paths() -
     assert change.schema["OpaquePaths"] == ["Db.Password", "Routes.*.Key"]
     [own] = apply(vault()).resources
     assert own.schema["OpaquePaths"] == ["Db.Password", "Routes.*.Key"]
+
+
+# A reference to a whole object that holds a secret: the consumer stores the object hashed whole, over its form
+# with each secret as its own hash, so the planner can compute the same hash from the producer's stored state.
+
+DB = {"Host": "h", "Password": "pw", "Replicas": [{"Host": "r", "Password": "rpw"}]}
+DB_STORED = {"Host": "h", "Password": values.hashed_secret("pw"),
+             "Replicas": [{"Host": "r", "Password": values.hashed_secret("rpw")}]}
+
+
+def test_an_object_holding_secrets_hashes_alike_from_its_value_and_from_its_producer_s_stored_form() -> None:
+    places = values.secret_places(DB_STORED)
+    assert places == [["Password"], ["Replicas", 0, "Password"]]
+    sent = {**ref("K1", "Db"), "$value": DB, "$visibility": "Opaque", "$secrets": places}
+    assert values.hashed_secret(sent)["$value"] == values.stored_digest(DB_STORED)
+    rotated = {**DB, "Replicas": [{"Host": "r", "Password": "rotated"}]}
+    assert values.hashed_secret({**sent, "$value": rotated})["$value"] != values.stored_digest(DB_STORED)
+    assert "pw" not in str(values.hashed_secret(sent)) and "rpw" not in str(values.hashed_secret(sent))
+
+
+def stored_vault(db: dict) -> object:
+    return dataclasses.replace(stored("K1", "T::Storage::Bucket", "v", {"Name": "v", "Db": db}),
+                               type="T::App::Vault", document={"Schema": VAULT_SCHEMA})
+
+
+def test_a_reference_to_an_object_holding_a_secret_plans_nothing_until_the_secret_changes() -> None:
+    producer = stored_vault(DB_STORED)
+    consumer = resource("c", "T::Test::Item", {"Ref": res("v", "T::App::Vault", "Db")})
+    sent = {**ref("K1", "Db"), "$value": DB, "$visibility": "Opaque", "$secrets": values.secret_places(DB_STORED)}
+    kept = stored("K2", "T::Test::Item", "c", {"Ref": values.hashed_secret(sent)})
+    assert apply(consumer, stored_resources=(producer, kept)).resources == []
+    rotated = {**DB_STORED, "Password": values.hashed_secret("rotated")}
+    changed = stored_vault(rotated)
+    [update] = apply(consumer, stored_resources=(changed, kept)).resources
+    assert update.operation == "update" and update.label == "c"

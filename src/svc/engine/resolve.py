@@ -53,6 +53,7 @@ class Resolver:
         self._live = {} if live is None else live  # ksuid → its live read; a caller's dict shares them
         self._secrets: set[str] = set()  # the references (URIs) whose producer holds a secret there
         self._hashes: dict[str, str] = {}  # their producer's stored hash of that secret, by URI
+        self._places: dict[str, list[list[Any]]] = {}  # where a referenced object holds its secrets, by URI
 
     async def value(self, uri: str) -> Any:
         ksuid, path = values.split_uri(uri)
@@ -63,6 +64,8 @@ class Resolver:
             self._secrets.add(uri)
             if (digest := _stored_hash(producer.properties, path)) is not None:
                 self._hashes[uri] = digest
+            if places := _secret_places(producer.properties, path):
+                self._places[uri] = places
         for document in (producer.read_only_properties, producer.properties):
             try:
                 found = values.get_path(values.plain_known(dict(document)), path)
@@ -89,7 +92,8 @@ class Resolver:
                 cache[uri] = await self.value(uri)
 
         return values.map_refs(properties, lambda ref: _filled(ref, cache, ref["$ref"] in self._secrets,
-                                                               self._hashes.get(ref["$ref"])))
+                                                               self._hashes.get(ref["$ref"]),
+                                                               self._places.get(ref["$ref"])))
 
 
 def _secret_at(properties: Mapping[str, Any], path: str) -> bool:
@@ -101,31 +105,48 @@ def _secret_at(properties: Mapping[str, Any], path: str) -> bool:
     return values.contains_hash(found) or values.is_opaque(found)
 
 
-def _filled(ref: Json, cache: dict[str, Any], secret: bool, source: str | None = None) -> Json:
+def _filled(ref: Json, cache: dict[str, Any], secret: bool, source: str | None = None,
+            places: list[list[Any]] | None = None) -> Json:
     """A reference with its value (a SetOnce reference keeps the value it has, unless only its hash). The
     value of a secret is one to the consumer too: it is hashed wherever the consumer's state is stored.
 
     A path into a secret (``$json``) also keeps the producer's hash of the whole secret (``$of``): the
     planner, which knows only hashes, cannot tell the part from the whole, but can tell the secret has not
-    changed since this value was taken from it."""
+    changed since this value was taken from it. A whole object that holds secrets keeps where they are
+    (``$secrets``): it is hashed with each secret as its own hash, as the planner can compute it from the
+    producer's stored state (``values.stored_digest``)."""
     if values.is_set_once(ref) and ref.get("$value") is not None and not ref.get("$hashed"):
         return ref
     value = cache[ref["$ref"]]
     if "$json" in ref:
         value = _json_path(value, str(ref["$json"]), ref["$ref"])
-    filled = {k: v for k, v in ref.items() if k not in ("$hashed", "$of")} | {"$value": value}
+    filled = {k: v for k, v in ref.items() if k not in ("$hashed", "$of", "$secrets")} | {"$value": value}
     if secret and "$json" in ref and source is not None:
         filled["$of"] = source
+    elif secret and places:
+        filled["$secrets"] = places
     return filled | {"$visibility": "Opaque"} if secret else filled
 
 
 def _stored_hash(properties: Mapping[str, Any], path: str) -> str | None:
-    """The hash a producer stores of the secret at ``path``; None when it stores none there."""
+    """The hash a producer stores of the secret at ``path`` (of an object holding secrets: see
+    ``values.stored_digest``); None when it stores none there."""
     try:
         found = values.get_path(dict(properties), path)
     except KeyError:
         return None
-    return found.get("$value") if isinstance(found, dict) and found.get("$hashed") else None
+    if isinstance(found, dict) and found.get("$hashed"):
+        return found.get("$value")
+    return values.stored_digest(found) if values.contains_hash(found) else None
+
+
+def _secret_places(properties: Mapping[str, Any], path: str) -> list[list[Any]]:
+    """Where the object a producer stores at ``path`` holds secrets (none when it is one itself)."""
+    try:
+        found = values.get_path(dict(properties), path)
+    except KeyError:
+        return []
+    return [place for place in values.secret_places(found) if place]
 
 
 def _json_path(value: Any, path: str, uri: str) -> Any:

@@ -272,12 +272,66 @@ def hashed_secret(envelope_or_value: Any) -> Json:
         return dict(envelope_or_value)
     if is_value(envelope_or_value) or is_ref(envelope_or_value):
         stored = {k: v for k, v in envelope_or_value.items() if k != "$value"}
-        if envelope_or_value.get("$value") is not None:
-            stored["$value"] = digest(envelope_or_value["$value"])
+        if (value := envelope_or_value.get("$value")) is not None:
+            # A value that holds secrets below its top (``$secrets``) hashes as its producer stores it, so
+            # that the planner, which knows only the producer's stored form, gets the same hash.
+            paths = envelope_or_value.get("$secrets")
+            stored["$value"] = digest(_marked(value, paths)) if paths else digest(value)
             stored["$hashed"] = True
         stored["$visibility"] = "Opaque"
         return stored
     return {"$value": digest(envelope_or_value), "$visibility": "Opaque", "$hashed": True}
+
+
+# A value holding secrets below its top (a reference to a whole object with a secret inside) is hashed whole,
+# over its form with each secret as its own hash: ``stored_digest`` computes that from the producer's stored
+# state (secrets hashed), ``hashed_secret`` from the value itself and the secrets' places (``$secrets``).
+
+def secret_places(stored: Any, path: tuple[Any, ...] = ()) -> list[list[Any]]:
+    """Where a stored value holds hashed secrets: each a list of keys and list indices."""
+    if isinstance(stored, dict):
+        if stored.get("$hashed"):
+            return [list(path)]
+        if is_envelope(stored):
+            return []
+        return [place for key, item in stored.items() for place in secret_places(item, (*path, key))]
+    if isinstance(stored, list):
+        return [place for index, item in enumerate(stored) for place in secret_places(item, (*path, index))]
+    return []
+
+
+def stored_digest(stored: Any) -> str:
+    """The hash of a stored value that holds secrets below its top (see ``hashed_secret``)."""
+    return digest(_stored_marks(stored))
+
+
+def _stored_marks(stored: Any) -> Any:
+    if isinstance(stored, dict):
+        if stored.get("$hashed"):
+            return {"$hashed": stored.get("$value")}
+        if is_envelope(stored):
+            return plain(stored)
+        return {key: _stored_marks(item) for key, item in stored.items()}
+    if isinstance(stored, list):
+        return [_stored_marks(item) for item in stored]
+    return stored
+
+
+def _marked(value: Any, places: list[list[Any]]) -> Any:
+    """``value`` with the secret at each place replaced by its hash, as ``_stored_marks`` renders one."""
+    marked = json.loads(json.dumps(value))
+    for place in places:
+        if not place:
+            return {"$hashed": digest(value)}
+        parent = marked
+        try:
+            for step in place[:-1]:
+                parent = parent[step]
+            if parent[place[-1]] is not None:
+                parent[place[-1]] = {"$hashed": digest(parent[place[-1]])}
+        except (KeyError, IndexError, TypeError):
+            continue  # no longer there: the value changed shape, and its hash with it
+    return marked
 
 
 # The recursive walks below are module functions, not closures: a closure that calls itself is a reference

@@ -81,17 +81,19 @@ class Inventory:
         raise KeyError(uri)
 
     def hash_of(self, uri: str) -> dict[str, Any] | None:
-        """The stored hash of a referenced secret (``{"$value": sha256, "$hashed": true, …}``); None when
-        the property is no secret, or unknown."""
+        """The stored hash of a referenced secret, or of an object holding secrets (``{"$value": sha256,
+        "$hashed": true, …}``); None when the property holds no secret, or is unknown."""
         ksuid, path = values.split_uri(uri)
         resource = self.by_ksuid.get(ksuid)
         try:
             found = values.get_path(dict(resource.properties), path) if resource is not None else None
         except KeyError:
             return None
-        if not (isinstance(found, dict) and found.get("$hashed")):
-            return None
-        return {"$value": found.get("$value"), "$visibility": "Opaque", "$hashed": True}
+        if isinstance(found, dict) and found.get("$hashed"):
+            return {"$value": found.get("$value"), "$visibility": "Opaque", "$hashed": True}
+        if values.contains_hash(found):  # an object holding secrets: hashed as the consumer stores it
+            return {"$value": values.stored_digest(found), "$visibility": "Opaque", "$hashed": True}
+        return None
 
 
 def snapshot(resources: Iterable[ResourceVersion], targets: Iterable[TargetRecord],
