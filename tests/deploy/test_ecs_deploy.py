@@ -23,7 +23,9 @@ from svc import __version__
 # What ECS adds to a description and RegisterTaskDefinition does not take.
 READ_ONLY = {"taskDefinitionArn", "revision", "status", "registeredAt", "registeredBy", "deregisteredAt",
              "compatibilities", "requiresAttributes"}
-NEW_IMAGE = "registry.example.com/svc:1.2.3"
+# The full-control shape runs the -rds-ca variant (its config names the CA bundle); an update keeps the variant.
+NEW_IMAGE = "registry.example.com/svc:1.2.3-rds-ca"
+PLAIN_IMAGE = "registry.example.com/svc:1.2.3"
 
 
 @dataclass
@@ -160,7 +162,7 @@ def test_update_machine_output_is_one_document(aws: Aws, schema: str) -> None:
 def test_rollback_returns_to_the_previous_active_revision(aws: Aws) -> None:
     apply_full_control(aws)
     assert deploy(aws, "update", "--image", NEW_IMAGE, "--cluster", "svc", "--service", "svc-agent").returncode == 0
-    assert deploy(aws, "update", "--image", "registry.example.com/svc:1.3.0", "--cluster", "svc",
+    assert deploy(aws, "update", "--image", "registry.example.com/svc:1.3.0-rds-ca", "--cluster", "svc",
                   "--service", "svc-agent").returncode == 0
     assert service_of(aws)["taskDefinition"].endswith("svc-agent:3")
     deployment = service_of(aws)["deployments"][0]["id"]
@@ -188,7 +190,7 @@ def test_rollback_returns_to_the_previous_active_revision(aws: Aws) -> None:
 def test_rollback_skips_deregistered_revisions_and_stops_at_the_oldest(aws: Aws) -> None:
     apply_full_control(aws)
     for tag in ("1.2.3", "1.3.0"):
-        assert deploy(aws, "update", "--image", f"registry.example.com/svc:{tag}", "--cluster", "svc",
+        assert deploy(aws, "update", "--image", f"registry.example.com/svc:{tag}-rds-ca", "--cluster", "svc",
                       "--service", "svc-agent").returncode == 0
     aws.ecs.deregister_task_definition(taskDefinition="svc-agent:2")  # inactive: no longer deployable
 
@@ -287,7 +289,7 @@ def test_express_shape_uses_the_default_cluster_without_a_cluster_argument(aws: 
     aws.ecs.create_service(serviceName="svc-agent", taskDefinition="svc-express", desiredCount=1)
     make_stable(aws, None, "svc-agent")
 
-    update = deploy(aws, "update", "--image", NEW_IMAGE, "--service", "svc-agent", "--output-consumer", "machine")
+    update = deploy(aws, "update", "--image", PLAIN_IMAGE, "--service", "svc-agent", "--output-consumer", "machine")
     assert update.returncode == 0, update.stderr
     assert json.loads(update.stdout)["Cluster"] == "default"
     assert service_of(aws, cluster=None)["taskDefinition"].endswith("svc-express:2")
@@ -329,6 +331,20 @@ def test_update_refuses_an_unpinned_or_unchanged_image(aws: Aws, image: str, exp
     apply_full_control(aws)
     assert one_error_line(deploy(aws, "update", "--image", image, "--cluster", "svc", "--service", "svc-agent")) == expected
     assert len(aws.ecs.list_task_definitions(familyPrefix="svc-agent")["taskDefinitionArns"]) == 1
+
+
+def test_update_keeps_the_image_variant_unless_told_to_change_it(aws: Aws) -> None:
+    apply_full_control(aws)  # runs …:<version>-rds-ca: its config reads the CA bundle only that image holds
+    refused = one_error_line(deploy(aws, "update", "--image", PLAIN_IMAGE, "--cluster", "svc", "--service", "svc-agent"))
+    assert refused == (f"Error: the service runs the -rds-ca variant (registry.example.com/svc:{__version__}-rds-ca) "
+                       f"and {PLAIN_IMAGE} is the plain variant; its config may need what the variant holds. Use "
+                       f"{NEW_IMAGE}, or pass --change-variant once the config no longer needs it")
+    assert len(aws.ecs.list_task_definitions(familyPrefix="svc-agent")["taskDefinitionArns"]) == 1  # nothing made
+
+    moved = deploy(aws, "update", "--image", PLAIN_IMAGE, "--cluster", "svc", "--service", "svc-agent",
+                   "--change-variant")
+    assert moved.returncode == 0, moved.stderr
+    assert described(aws, "svc-agent")[0]["containerDefinitions"][0]["image"] == PLAIN_IMAGE
 
 
 def test_credentials_come_from_the_standard_chain_and_their_absence_is_one_clear_error(aws: Aws) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from svc.deploy import DeployError
-from svc.deploy.images import require_pinned, version_of
+from svc.deploy.images import require_pinned, variant_of, version_of
 
 
 @pytest.mark.parametrize(("image", "version"), [
@@ -21,6 +21,17 @@ from svc.deploy.images import require_pinned, version_of
 ])
 def test_version_of(image: str, version: str | None) -> None:
     assert version_of(image) == version
+
+
+@pytest.mark.parametrize(("image", "variant"), [
+    ("registry:5000/svc:1.2.3", ""),
+    ("registry.example.com/svc:v1.2.3-rds-ca", "rds-ca"),
+    ("registry.example.com/svc:1.2.3-rds-ca@sha256:" + "a" * 64, "rds-ca"),
+    ("registry.example.com/svc@sha256:" + "a" * 64, None),  # nothing known of it
+    ("registry.example.com/svc:stable", None),
+])
+def test_variant_of(image: str, variant: str | None) -> None:
+    assert variant_of(image) == variant
 
 
 @pytest.mark.parametrize("image", ["svc:1.2.3", "registry:5000/svc:prod-2024", "svc@sha256:" + "b" * 64])

@@ -77,14 +77,17 @@ def deploy_update(
     timeout: TimeoutOption = 1200.0,
     output_consumer: ConsumerOption = Consumer.human,
     output_schema: SchemaOption = Schema.json,
+    change_variant: Annotated[bool, typer.Option(
+        "--change-variant", help="Allow moving to another image variant (e.g. from …-rds-ca to a plain tag).")] = False,
 ) -> None:
     """Roll the agent to a new image and wait until the service is stable.
 
     Registers a task-definition revision that differs from the current one only in the image, updates
     the service to it with a forced new deployment, and prints the `svc upgrade` the clients need.
+    The image keeps the running one's variant (a tag suffix such as -rds-ca) unless --change-variant.
     """
     outcome = _run("update", service, cluster, region, endpoint_url, poll_interval, timeout,
-                   image=image, container=container)
+                   image=image, container=container, change_variant=change_variant)
     emit(outcome.document(), output_consumer, output_schema, _render)
 
 

@@ -7,7 +7,8 @@ import re
 from svc.deploy.errors import DeployError
 
 # Agent images are tagged by version (1.2.3, 1.2.3rc1, v1.2.3, 1.2.3-rds-ca for the CA-bundle variant).
-_VERSION_TAG = re.compile(r"v?(?P<version>\d+(?:\.\d+)*(?:(?:a|b|rc|\.dev|\.post)\d+)?)(?:-[A-Za-z0-9._-]+)?")
+_VERSION_TAG = re.compile(
+    r"v?(?P<version>\d+(?:\.\d+)*(?:(?:a|b|rc|\.dev|\.post)\d+)?)(?:-(?P<variant>[A-Za-z0-9._-]+))?")
 
 
 def image_tag(image: str) -> str | None:
@@ -36,3 +37,11 @@ def version_of(image: str) -> str | None:
         return None
     match = _VERSION_TAG.fullmatch(tag)
     return match.group("version") if match else None
+
+
+def variant_of(image: str) -> str | None:
+    """The image variant a version tag names (``…/svc:1.2.3-rds-ca`` → ``rds-ca``, ``…/svc:1.2.3`` → ``""``),
+    or None when the tag names no version (a digest, a custom tag): then nothing is known of its variant."""
+    tag = image_tag(image)
+    match = _VERSION_TAG.fullmatch(tag) if tag is not None else None
+    return (match.group("variant") or "") if match else None

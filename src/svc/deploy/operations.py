@@ -8,7 +8,7 @@ from typing import Any
 
 from svc.deploy.ecs import Ecs, agent_container, revision_of
 from svc.deploy.errors import DeployError
-from svc.deploy.images import require_pinned, version_of
+from svc.deploy.images import require_pinned, variant_of, version_of
 from svc.deploy.rollout import wait_until_stable
 
 
@@ -66,7 +66,8 @@ def _roll(ecs: Ecs, target: str, wait: WaitSettings) -> None:
                       progress=wait.progress)
 
 
-def update(ecs: Ecs, image: str, container: str | None, wait: WaitSettings) -> Outcome:
+def update(ecs: Ecs, image: str, container: str | None, wait: WaitSettings, *,
+           change_variant: bool = False) -> Outcome:
     """Registers a revision that differs from the service's current one only in the agent's image,
     deploys it with a forced new deployment and waits until the service is stable on it."""
     require_pinned(image)
@@ -76,6 +77,8 @@ def update(ecs: Ecs, image: str, container: str | None, wait: WaitSettings) -> O
     if agent["image"] == image:
         raise DeployError(f"service {ecs.ref.service} already runs {image} "
                           f"({current['family']}:{current['revision']}); nothing to update")
+    if not change_variant:
+        _require_same_variant(agent["image"], image)
     registered = ecs.register_with_image(current, tags, agent["name"], image)
     target = registered["taskDefinitionArn"]
     wait.progress(f"Registered {registered['family']}:{registered['revision']} "
@@ -83,6 +86,23 @@ def update(ecs: Ecs, image: str, container: str | None, wait: WaitSettings) -> O
     _roll(ecs, target, wait)
     return Outcome("update", _cluster_name(service), ecs.ref.service, agent["name"],
                    current["taskDefinitionArn"], target, image, version_of(image))
+
+
+def _require_same_variant(running: str, image: str) -> None:
+    """A variant carries files the agent's config may name (``-rds-ca``: the CA bundle that verify-full TLS to
+    the database reads): moving to another variant would start an agent that cannot reach its datastore."""
+    before, after = variant_of(running), variant_of(image)
+    if before is None or after is None or before == after:
+        return
+    repository = image.split("@", 1)[0].rsplit(":", 1)[0]
+    suggestion = f"{repository}:{version_of(image)}{'-' + before if before else ''}"
+    raise DeployError(f"the service runs {_variant_name(before)} ({running}) and {image} is {_variant_name(after)}; "
+                      f"its config may need what the variant holds. Use {suggestion}, or pass --change-variant "
+                      f"once the config no longer needs it")
+
+
+def _variant_name(variant: str) -> str:
+    return f"the -{variant} variant" if variant else "the plain variant"
 
 
 def rollback(ecs: Ecs, container: str | None, wait: WaitSettings) -> Outcome:
