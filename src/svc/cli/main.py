@@ -27,7 +27,7 @@ app = typer.Typer(
     help="svc: infrastructure as code, kept true to reality by an agent.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 app.add_typer(agent_app, name="agent")
 app.add_typer(status_app, name="status")
