@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -287,6 +288,20 @@ def test_a_create_answer_that_names_no_native_id_is_recorded_under_the_identifie
         assert found["properties"]["Meta"]["RecordId"] == native_id
         [stored] = env.datastore.list_resources().items
         assert stored.native_id == native_id
+
+    env.run(scenario)
+
+
+def test_a_create_answer_under_the_provider_s_keys_is_warned_about_once_per_type(
+        env: Env, caplog: pytest.LogCaptureFixture):
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("raw_keys", {"types": ["FAKE::Test::Item"]})  # answers {"id": …, "value": …}
+        with caplog.at_level(logging.WARNING, logger="svc.engine.gateway"):
+            view = await applied(engine, env.forma(item("a", "1"), item("b", "2"), item("c", "3")))
+        assert view.State == "Success"  # the native id came with the answer
+        [warning] = [r.getMessage() for r in caplog.records if r.name == "svc.engine.gateway"]
+        assert warning.startswith("plugin FAKE answers creates of FAKE::Test::Item with properties that hold "
+                                  "nothing at its identifier '$.Id' (keys: id, value)"), warning
 
     env.run(scenario)
 

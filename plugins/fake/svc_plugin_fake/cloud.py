@@ -15,6 +15,8 @@ The plugin changes it through the operations; tests read and change it out of ba
                   N times before the operation completes.
 * ``anonymous``   ``{"types": [...], "labels": [...]}`` matching creates succeed with an answer that carries neither
                   a native id nor properties (a plugin that loses track of what it made).
+* ``raw_keys``    ``{"types": [...], "labels": [...]}`` matching creates answer their properties under lowerCamelCase
+                  keys, not the schema's names (a plugin that forgot to transform its provider's output keys).
 
 Every write is one ``BEGIN IMMEDIATE`` transaction, so concurrent writers (the plugin, a test poking the
 file) never see half an operation, and a process killed mid-call leaves either all of it or nothing.
@@ -45,7 +47,7 @@ CREATE TABLE IF NOT EXISTS calls (
   id INTEGER PRIMARY KEY, op TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL, token TEXT, at REAL NOT NULL);
 """
 
-KNOBS = ("latency", "throttle", "fail", "hang", "in_progress", "anonymous")
+KNOBS = ("latency", "throttle", "fail", "hang", "in_progress", "anonymous", "raw_keys")
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 

@@ -100,8 +100,11 @@ class Plugin:
                 if _matches(gate.knobs.get("anonymous"), "create", ctx, label):
                     answer = Progress(Status.SUCCESS, operation=Operation.CREATE)
                 else:
+                    view = self._view(spec_, stored)
+                    if _matches(gate.knobs.get("raw_keys"), "create", ctx, label):
+                        view = {key[:1].lower() + key[1:]: value for key, value in view.items()}
                     answer = Progress(Status.SUCCESS, native_id=native_id if spec_.answers_id else "",
-                                      operation=Operation.CREATE, properties=self._view(spec_, stored))
+                                      operation=Operation.CREATE, properties=view)
                 return gate.finish(conn, native_id, answer)
 
     async def read(self, ctx: Ctx, native_id: str, prior: dict[str, Any] | None) -> ReadResult:

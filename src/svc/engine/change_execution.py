@@ -303,6 +303,12 @@ class Steps:
         if returned is None:
             found = await plugin.read(change.type, change.target_config, native_id, None, not_found_ok=False)
             returned = found.properties or {}
+        elif identifier and not _identified(returned, identifier):
+            keys = ", ".join(sorted(returned)[:8]) + (", …" if len(returned) > 8 else "")
+            plugin.warn_once(change.type, f"plugin {plugin.namespace} answers creates of {change.type} with "
+                             f"properties that hold nothing at its identifier {identifier!r} (keys: {keys or 'none'}); "
+                             "a plugin should return properties under its schema's names (a provider's output "
+                             "keys left untransformed?)")
         return Outcome(UpdateState.SUCCESS, progress.message,
                        resource=self.resource_write(change, resolved, returned, native_id))
 

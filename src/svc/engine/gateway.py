@@ -22,6 +22,7 @@ process of their own) share one error mapping; the gateway sees only their proto
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,8 @@ from svc.plugins.sdk import ErrorCode, ListResult, Progress, ReadResult, Status,
 Json = dict[str, Any]
 Record = Callable[[Attempt, Progress | None], Awaitable[None]]
 _Issue = Callable[[Call], Awaitable[Progress]]
+
+log = logging.getLogger("svc.engine.gateway")
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,21 @@ class PluginLimits:
 class PluginAccess:
     """One plugin as the gateway serves it: its runner, retry policy and limits, looked up once."""
 
-    __slots__ = ("namespace", "runner", "policy", "limits")
+    __slots__ = ("namespace", "runner", "policy", "limits", "_warned")
 
     def __init__(self, runner: PluginRunner, policy: RetryPolicy, limits: NamespaceLimits) -> None:
         self.namespace = runner.namespace
         self.runner = runner
         self.policy = policy
         self.limits = limits
+        self._warned: set[str] = set()
+
+    def warn_once(self, subject: str, message: str) -> None:
+        """Logs a warning about this plugin's answers once per ``subject`` (e.g. a resource type) for the
+        agent's life: a plugin's mistake repeats on every call, and the log should say it, not drown in it."""
+        if subject not in self._warned:
+            self._warned.add(subject)
+            log.warning("%s", message)
 
     def dispatch(self) -> NamespaceLimits:
         """``async with plugin.dispatch():`` holds one of the namespace's in-flight slots and one rate-limit
