@@ -52,6 +52,32 @@ def test_cli_reaches_the_agent_by_bare_hostname(agent_factory, tmp_path: Path) -
     assert __version__ in result.stdout and f"http://localhost:{agent.port}" in result.stdout
 
 
+def test_the_environment_and_api_url_point_the_cli_at_another_agent(agent_factory, tmp_path: Path) -> None:
+    agent = agent_factory().start()
+    elsewhere = tmp_path / "elsewhere.pkl"  # a config that names no running agent
+    elsewhere.write_text('amends "svc:/Config.pkl"\ncli { api { url = "localhost"; port = 1 } }\n')
+
+    def status(**env: str) -> str:
+        result = run_svc("status", "agent", "--config", str(elsewhere), env=env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert f"http://localhost:{agent.port}" in status(SVC_API_PORT=str(agent.port))
+    assert f"http://127.0.0.1:{agent.port}" in status(SVC_API_URL=f"http://127.0.0.1:{agent.port}")
+    assert f"http://127.0.0.1:{agent.port}" in status(SVC_API_URL="127.0.0.1", SVC_API_PORT=str(agent.port))
+    # --api-url comes first, then the environment, then the config file.
+    flag_first = run_svc("--api-url", f"http://localhost:{agent.port}", "status", "agent", "--config",
+                         str(elsewhere), env={"SVC_API_URL": "http://127.0.0.1:1"})
+    assert flag_first.returncode == 0 and f"http://localhost:{agent.port}" in flag_first.stdout, flag_first.stderr
+
+    unreachable = run_svc("status", "agent", "--config", str(agent.config), env={"SVC_API_PORT": "1"})
+    assert unreachable.returncode == 1 and "http://localhost:1 is not running" in unreachable.stderr
+    for name, value in (("SVC_API_PORT", "49684x"), ("SVC_API_URL", "ftp://agent"), ("SVC_API_URL", "h:99999")):
+        wrong = run_svc("status", "agent", "--config", str(agent.config), env={name: value})
+        assert wrong.returncode == 1 and wrong.stderr.startswith(f"Error: {name} must be"), wrong.stderr
+        assert len(wrong.stderr.strip().splitlines()) == 1
+
+
 def test_status_agent_machine_output(agent_factory) -> None:
     agent = agent_factory().start()
     as_json = run_svc("status", "agent", "--config", str(agent.config), "--output-consumer", "machine")

@@ -27,7 +27,7 @@ def test_refused() -> None:
 def test_unreachable_names_the_cause() -> None:
     message = describe_connect_error(caused_by(OSError("[Errno -2] Name or service not known"), "dns"), URL)
     assert message.startswith(f"cannot reach the agent at {URL}")
-    assert "Name or service not known" in message and "cli.api.url" in message
+    assert "Name or service not known" in message and "SVC_API_URL" in message and "cli.api" in message
 
 
 def test_certificate_verification() -> None:

@@ -14,6 +14,7 @@ from svc.config.model import CliConfig
 
 API_PREFIX = "/api/v1"
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+_CHECK_ADDRESS = "check the agent's address (--api-url, SVC_API_URL, SVC_API_PORT, or cli.api in the config)"
 
 
 def describe_connect_error(exc: Exception, base_url: str) -> str:
@@ -30,9 +31,9 @@ def describe_connect_error(exc: Exception, base_url: str) -> str:
         cause = cause.__cause__ or cause.__context__
     if "refused" in text.lower():
         return (f"the agent at {base_url} is not running (connection refused); "
-                "start it with: svc agent start --config <file>, or check cli.api.url and cli.api.port")
+                f"start it with: svc agent start --config <file>, or {_CHECK_ADDRESS}")
     reason = text.strip() or type(exc).__name__
-    return f"cannot reach the agent at {base_url} ({reason}); check cli.api.url and cli.api.port"
+    return f"cannot reach the agent at {base_url} ({reason}); {_CHECK_ADDRESS}"
 
 
 class AgentClient:
@@ -65,7 +66,7 @@ class AgentClient:
             raise CliError(describe_connect_error(exc, self.base_url)) from exc
         except httpx.TimeoutException as exc:
             raise CliError(f"the agent at {self.base_url} did not answer in time ({type(exc).__name__}); "
-                           "check cli.api.url and cli.api.port") from exc
+                           f"{_CHECK_ADDRESS}") from exc
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
             raise CliError(f"the agent at {self.base_url} did not answer with HTTP ({exc}); "
                            "if it serves HTTPS, set cli.api.url to https://…") from exc

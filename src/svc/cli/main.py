@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -69,8 +70,12 @@ def _version_callback(value: bool) -> None:
 def _root(
     version: Annotated[bool, typer.Option("--version", "-v", callback=_version_callback, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    api_url: Annotated[str | None, typer.Option(
+        "--api-url", metavar="URL", help="The agent to talk to (host or http(s)://host:port); overrides "
+        "SVC_API_URL and the config's cli.api.")] = None,
 ) -> None:
-    pass
+    if api_url:
+        os.environ["SVC_API_URL"] = api_url  # one way to override the address: the config loader reads it
 
 
 _USER_ERRORS = (CliError, ConfigError, AgentError, PklBinaryError, PklServerError)

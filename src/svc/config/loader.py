@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from svc.config.model import SvcConfig
+from svc.config.model import ApiConfig, SvcConfig
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, evaluate_json, shared_server
 
 
@@ -48,8 +49,48 @@ def load_defaults() -> SvcConfig:
 
 
 def load_cli_config(path: Path | None) -> SvcConfig:
-    """The CLI's config: ``path`` if given, else ``~/.config/svc/svc.conf.pkl``, else the defaults."""
+    """The CLI's config: ``path`` if given, else ``~/.config/svc/svc.conf.pkl``, else the defaults; then the
+    agent's address from the environment (``SVC_API_URL``, ``SVC_API_PORT``: ``api_from_environment``)."""
     if path is not None:
-        return load_config(path)
-    default = default_cli_config_path()
-    return load_config(default) if default.is_file() else load_defaults()
+        config = load_config(path)
+    else:
+        default = default_cli_config_path()
+        config = load_config(default) if default.is_file() else load_defaults()
+    api = api_from_environment(config.cli.api)
+    return config if api is config.cli.api else config.model_copy(
+        update={"cli": config.cli.model_copy(update={"api": api})})
+
+
+def api_from_environment(api: ApiConfig) -> ApiConfig:
+    """``api`` with ``SVC_API_URL`` (a host, or an http(s) URL that may carry the port) and ``SVC_API_PORT``
+    applied over it: the CLI reaches another agent without a config file edited. A port in the URL wins."""
+    changes: dict[str, object] = {}
+    if port := os.environ.get("SVC_API_PORT", "").strip():
+        changes["port"] = _port(port)
+    if url := os.environ.get("SVC_API_URL", "").strip():
+        changes |= _address(url)
+    return api.model_copy(update=changes) if changes else api
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ConfigError(f"SVC_API_PORT must be a port number (1-65535), not {text!r}")
+    return int(text)
+
+
+def _address(url: str) -> dict[str, object]:
+    parts = urlsplit(url if "://" in url else f"//{url}")
+    wrong = ConfigError(f"SVC_API_URL must be the agent's host or http(s) URL, e.g. agent.internal or "
+                        f"https://agent.internal:49684, not {url!r}")
+    if parts.scheme not in ("", "http", "https") or not parts.hostname or parts.path not in ("", "/") \
+            or parts.query or parts.username:
+        raise wrong
+    try:
+        port = parts.port
+    except ValueError:
+        raise wrong from None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    address: dict[str, object] = {"url": f"{parts.scheme}://{host}" if parts.scheme else host}
+    if port is not None:
+        address["port"] = port
+    return address
