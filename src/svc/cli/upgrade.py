@@ -1,7 +1,7 @@
 """``svc upgrade --version V``: install svc V, and the plugins released with it, from svc's own source.
 
 Two pip runs: the first installs our distributions without their dependencies from svc's source alone
-(:mod:`svc.cli.upgrade_source`), the second installs whatever dependencies they declare from pip's usual
+(:mod:`svc.plugins.package_source`), the second installs whatever dependencies they declare from pip's usual
 configuration, naming none of ours, so no other source can answer for a name of ours.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -22,18 +21,20 @@ import typer
 
 from svc.cli.common import ConfigOption
 from svc.cli.errors import CliError
-from svc.cli.upgrade_source import UpgradeSource, from_options, installed_from, record, recorded_source
-from svc.config import default_cli_config_path, load_config
-from svc.plugins.installed import PLUGIN_ENTRY_POINT_GROUP
+from svc.cli.package_options import FindLinksOption, IndexUrlOption, named_source
+from svc.plugins.installed import PLUGIN_ENTRY_POINT_GROUP, normalized_name
+from svc.plugins.package_source import (
+    PackageSource,
+    PackageSourceError,
+    installed_from,
+    record,
+    recorded_source,
+)
+from svc.plugins.pip_runs import PipResult, outside_requirements, run_pip
 
 # Run in a fresh interpreter: what is installed now, not what this process imported before pip ran.
 _METADATA_PROBE = ("import importlib.metadata as m, json, sys; "
                    "print(json.dumps({n: [m.version(n), m.requires(n) or []] for n in sys.argv[1:]}))")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _lockstep_plugins() -> tuple[list[str], list[str]]:
@@ -43,7 +44,7 @@ def _lockstep_plugins() -> tuple[list[str], list[str]]:
     independent: dict[str, None] = {}
     for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
         dist = entry.dist
-        if dist is None or _normalized(dist.name) == "svc":
+        if dist is None or normalized_name(dist.name) == "svc":
             continue
         if dist.version == current:
             lockstep[dist.name] = None
@@ -52,17 +53,14 @@ def _lockstep_plugins() -> tuple[list[str], list[str]]:
     return list(lockstep), list(independent)
 
 
-def _source(index_url: str | None, find_links: list[str] | None, config: Path | None) -> UpgradeSource:
-    explicit = from_options(index_url, find_links, "given on the command line")
-    if explicit is not None:
-        return explicit
-    path = config or default_cli_config_path()
-    if config is not None or path.is_file():
-        settings = load_config(path).cli.upgrade
-        configured = from_options(settings.index_url, list(settings.find_links), f"cli.upgrade in {path}")
-        if configured is not None:
-            return configured
-    found = recorded_source() or installed_from()
+def _source(index_url: str | None, find_links: list[str] | None, config: Path | None) -> PackageSource:
+    named = named_source(index_url, find_links, config)
+    if named is not None:
+        return named
+    try:
+        found = recorded_source() or installed_from()
+    except PackageSourceError as error:
+        raise CliError(str(error)) from error
     if found is None:
         raise CliError(f"svc {installed_dist_version('svc')} was installed by name from a package index, and pip "
                        "records no index; the public one has an unrelated project named svc. Name svc's own: "
@@ -71,9 +69,8 @@ def _source(index_url: str | None, find_links: list[str] | None, config: Path | 
     return found
 
 
-def _pip(arguments: list[str], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", *arguments]
-    return subprocess.run(command, capture_output=True, text=True, env=environment)
+def _pip(arguments: list[str], environment: dict[str, str]) -> PipResult:
+    return run_pip(["install", *arguments], environment)
 
 
 def _last_line(output: str) -> str:
@@ -81,18 +78,17 @@ def _last_line(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _install_ours(requirements: list[str], source: UpgradeSource) -> None:
+def _install_ours(requirements: list[str], source: PackageSource) -> None:
     with tempfile.TemporaryDirectory(prefix="svc-upgrade-") as empty_dir:
         result = _pip(["--no-deps", *source.pip_arguments(), *requirements],
                       source.pip_environment(dict(os.environ), Path(empty_dir)))
-    if result.returncode == 0:
+    if result.ok:
         return
-    output = result.stdout + result.stderr
-    missing = re.search(r"No matching distribution found for (\S+)", output)
+    missing = result.missing()
     if missing:
-        raise CliError(f"{missing.group(1)} was not found in {source.describe()}; check the version, "
+        raise CliError(f"{missing} was not found in {source.describe()}; check the version, "
                        "or pass --index-url / --find-links where that release is published")
-    raise CliError(f"pip could not install {' '.join(requirements)}: {_last_line(output)}")
+    raise CliError(f"pip could not install {' '.join(requirements)}: {result.summary()}")
 
 
 def _installed(names: list[str]) -> dict[str, tuple[str, list[str]]]:
@@ -103,28 +99,20 @@ def _installed(names: list[str]) -> dict[str, tuple[str, list[str]]]:
 
 
 def _install_dependencies(installed: dict[str, tuple[str, list[str]]], version: str) -> None:
-    ours = {_normalized(name) for name in installed}
-    requirements: list[str] = []
-    for _, requires in installed.values():
-        for requirement in requires:
-            name = _NAME.match(requirement)
-            if name and _normalized(name.group(0)) not in ours and requirement not in requirements:
-                requirements.append(requirement)
+    requirements = outside_requirements({name: requires for name, (_, requires) in installed.items()})
     if not requirements:
         return
     result = _pip(requirements, dict(os.environ))
-    if result.returncode != 0:
+    if not result.ok:
         quoted = " ".join(f"'{requirement}'" for requirement in requirements)
         raise CliError(f"svc {version} is installed, but pip could not install its dependencies: "
-                       f"{_last_line(result.stdout + result.stderr)}; run: {sys.executable} -m pip install {quoted}")
+                       f"{result.summary()}; run: {sys.executable} -m pip install {quoted}")
 
 
 def upgrade(
     version: Annotated[str, typer.Option("--version", help="The version to install, e.g. the agent's version.")],
-    index_url: Annotated[str | None, typer.Option(
-        "--index-url", help="The package index serving svc's releases (remembered for later upgrades).")] = None,
-    find_links: Annotated[list[str] | None, typer.Option(
-        "--find-links", help="A directory or page of svc's wheels; without --index-url, the only source.")] = None,
+    index_url: IndexUrlOption = None,
+    find_links: FindLinksOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Install svc VERSION, and the plugins released with it, into this environment (the CLI must match the agent).
@@ -145,7 +133,10 @@ def upgrade(
     if wrong:
         raise CliError(f"pip finished but {', '.join(wrong)} is installed, not {version}; try: {sys.executable} "
                        f"-m pip install --force-reinstall --no-deps {' '.join(source.pip_arguments())} svc=={version}")
-    problem = record(source)
+    try:
+        problem = record(source)
+    except PackageSourceError as error:
+        problem = str(error)
     if problem:
         typer.echo(f"Warning: cannot remember where svc came from ({problem}); pass the source again next time.",
                    err=True)

@@ -7,10 +7,13 @@ its namespace, whose module is the plugin's package. The package ships ``Config.
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import importlib.resources
 import importlib.util
+import re
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 PLUGIN_ENTRY_POINT_GROUP = "svc.plugins"
@@ -44,11 +47,39 @@ def installed_plugins() -> list[InstalledPlugin]:
     """Every plugin registered in the ``svc.plugins`` entry-point group, by namespace."""
     plugins: dict[str, InstalledPlugin] = {}
     for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
-        # Plugins are installed as directories (not zips): Pkl reads their files from disk.
-        package_dir = _package_dir(entry.module)
-        version = entry.dist.version if entry.dist is not None else "0.0.0"
-        plugins.setdefault(entry.name, InstalledPlugin(entry.name, version, package_dir))
+        plugins.setdefault(entry.name, _plugin(entry))
     return sorted(plugins.values(), key=lambda plugin: plugin.namespace)
+
+
+def plugin_distributions() -> dict[str, list[InstalledPlugin]]:
+    """The installed distributions that register plugins, by normalized distribution name (``svc-plugin-aws``)."""
+    importlib.invalidate_caches()  # pip may have just added or removed one while this process runs
+    found: dict[str, list[InstalledPlugin]] = {}
+    for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
+        if entry.dist is not None:
+            found.setdefault(normalized_name(entry.dist.name), []).append(_plugin(entry))
+    return found
+
+
+def plugins_of(distribution: str) -> list[InstalledPlugin]:
+    """The plugins an installed distribution registers (none: it is not a svc plugin, or not installed)."""
+    importlib.invalidate_caches()
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return [_plugin(entry) for entry in dist.entry_points if entry.group == PLUGIN_ENTRY_POINT_GROUP]
+
+
+def normalized_name(name: str) -> str:
+    """A distribution's name as PEP 503 compares them: ``Svc_Plugin.AWS`` is ``svc-plugin-aws``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _plugin(entry: EntryPoint) -> InstalledPlugin:
+    # Plugins are installed as directories (not zips): Pkl reads their files from disk.
+    version = entry.dist.version if entry.dist is not None else "0.0.0"
+    return InstalledPlugin(entry.name, version, _package_dir(entry.module))
 
 
 def _package_dir(module: str) -> Path:

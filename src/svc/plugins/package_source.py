@@ -1,9 +1,10 @@
-"""Where ``svc upgrade`` installs from: the source svc itself came from, or one the user names; never a guess.
+"""Where svc installs its own distributions from (``svc upgrade``, and plugins through the agent): the source svc
+itself came from, or one the user names; never a guess.
 
 pip installs whatever its sources offer under a name, and the public index holds an unrelated project called
-``svc``. So the upgrade names its source explicitly, taking the first of:
+``svc``. So an install names its source explicitly, taking the first of:
 
-1. the command's ``--index-url`` / ``--find-links``;
+1. the command's ``--index-url`` / ``--find-links`` (or, for a plugin, the request's ``indexUrl`` / ``findLinks``);
 2. ``cli.upgrade`` in the CLI config;
 3. the source the previous ``svc upgrade`` installed from, recorded in the installed svc's ``.dist-info``;
 4. the location pip recorded (PEP 610 ``direct_url.json``) when svc was installed from a wheel file or URL.
@@ -21,14 +22,17 @@ from dataclasses import dataclass
 from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 
-from svc.cli.errors import CliError
+
+class PackageSourceError(Exception):
+    """No source can be named (an install from a source tree or a repository): the message says what to pass."""
+
 
 # Listed in the dist's RECORD, so pip removes it with the dist it describes.
 RECORD_FILE = "svc_upgrade_source.json"
 
 
 @dataclass(frozen=True)
-class UpgradeSource:
+class PackageSource:
     """An index (with optional link locations) or link locations alone; ``origin`` says where it came from."""
 
     index_url: str | None
@@ -36,8 +40,9 @@ class UpgradeSource:
     origin: str
 
     def describe(self) -> str:
+        """Where it is, for messages and logs: without any password a URL carries."""
         places = ([self.index_url] if self.index_url else []) + list(self.find_links)
-        return f"{', '.join(places)} ({self.origin})"
+        return f"{', '.join(redacted(place) for place in places)} ({self.origin})"
 
     def pip_arguments(self) -> list[str]:
         arguments = ["--index-url", self.index_url] if self.index_url else ["--no-index"]
@@ -65,11 +70,11 @@ class UpgradeSource:
         return {"indexUrl": self.index_url, "findLinks": list(self.find_links)}
 
 
-def from_options(index_url: str | None, find_links: list[str] | None, origin: str) -> UpgradeSource | None:
+def from_options(index_url: str | None, find_links: list[str] | None, origin: str) -> PackageSource | None:
     links = tuple(link for link in (find_links or []) if link)
     if not index_url and not links:
         return None
-    return UpgradeSource(index_url or None, links, origin)
+    return PackageSource(index_url or None, links, origin)
 
 
 def _installed_svc() -> Distribution:
@@ -77,10 +82,10 @@ def _installed_svc() -> Distribution:
     try:
         return distribution("svc")
     except PackageNotFoundError as exc:
-        raise CliError("svc's own package metadata is missing from this environment; reinstall svc") from exc
+        raise PackageSourceError("svc's own package metadata is missing from this environment; reinstall svc") from exc
 
 
-def recorded_source() -> UpgradeSource | None:
+def recorded_source() -> PackageSource | None:
     """The source the last ``svc upgrade`` installed the current svc from."""
     text = _installed_svc().read_text(RECORD_FILE)
     if not text:
@@ -93,7 +98,7 @@ def recorded_source() -> UpgradeSource | None:
         return None  # a damaged record is as good as none: the next rule applies
 
 
-def installed_from() -> UpgradeSource | None:
+def installed_from() -> PackageSource | None:
     """The location pip recorded for the current svc (PEP 610), as a source of later releases."""
     svc = _installed_svc()
     text = svc.read_text("direct_url.json")
@@ -103,14 +108,25 @@ def installed_from() -> UpgradeSource | None:
     url = str(direct.get("url", ""))
     if "dir_info" in direct:
         kind = "an editable install of" if direct["dir_info"].get("editable") else "installed from"
-        raise CliError(f"svc {svc.version} is {kind} the source tree {_location(url)}; update that tree instead, "
-                       "or pass --index-url / --find-links where svc releases are published")
+        raise PackageSourceError(f"svc {svc.version} is {kind} the source tree {_location(url)}; update that tree "
+                                 "instead, or pass --index-url / --find-links where svc releases are published")
     if "vcs_info" in direct:
-        raise CliError(f"svc {svc.version} was installed from {direct['vcs_info'].get('vcs', 'a repository')} "
-                       f"{url}; pass --index-url / --find-links where svc releases are published")
+        vcs = direct["vcs_info"].get("vcs", "a repository")
+        raise PackageSourceError(f"svc {svc.version} was installed from {vcs} {url}; pass --index-url / "
+                                 "--find-links where svc releases are published")
     # A wheel or sdist file: its siblings are the releases (a directory, or a page linking to them).
     parent = url.rsplit("/", 1)[0]
-    return UpgradeSource(None, (_location(parent),), f"where svc {svc.version} was installed from")
+    return PackageSource(None, (_location(parent),), f"where svc {svc.version} was installed from")
+
+
+def redacted(location: str) -> str:
+    """``location`` with the password of an ``https://user:password@host/…`` URL replaced by ``***``."""
+    parsed = urllib.parse.urlsplit(location)
+    if parsed.password is None:
+        return location
+    host = parsed.hostname or ""
+    netloc = f"{parsed.username}:***@{host}" + (f":{parsed.port}" if parsed.port else "")
+    return urllib.parse.urlunsplit(parsed._replace(netloc=netloc))
 
 
 def _location(url: str) -> str:
@@ -118,7 +134,7 @@ def _location(url: str) -> str:
     return urllib.request.url2pathname(parsed.path) if parsed.scheme == "file" else url
 
 
-def record(source: UpgradeSource) -> str | None:
+def record(source: PackageSource) -> str | None:
     """Writes ``source`` into the installed svc's dist-info and lists it in RECORD; returns why not, if it could not."""
     svc = _installed_svc()
     metadata = next((entry for entry in svc.files or [] if entry.name == "METADATA"
