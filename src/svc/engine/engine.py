@@ -19,6 +19,7 @@ from svc.engine.admission import Admission, Provenance
 from svc.engine.background import PeriodicJob
 from svc.engine.gateway import PluginGateway
 from svc.engine.planner import Catalog
+from svc.engine.plugin_manager import PluginManager
 from svc.engine.reconciler import AutoReconciler
 from svc.engine.recovery import recover
 from svc.engine.runs import Runs
@@ -29,6 +30,8 @@ from svc.engine.service import (
     CancelOutcome,
     DestroyRequest,
     JobNotRunning,
+    PackageRequest,
+    PluginOperations,
     StoredCommand,
     Submission,
 )
@@ -57,6 +60,7 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.writer = BatchWriter(datastore)
         self.jobs: dict[str, PeriodicJob] = {}  # background work by name ("synchronization", "discovery", …)
+        self.plugins: PluginManager | None = None  # plugin management; the composition root makes it
         self.runs = Runs(datastore, self.writer, gateway)
         self.admission = Admission(datastore, catalog, sealer, self.runs, self.jobs,
                                    Provenance(self.settings.agent_id, self.settings.agent_version))
@@ -131,6 +135,22 @@ class Engine:
 
     def plugin_processes(self) -> dict[str, dict[str, Any]]:
         return self.gateway.processes()
+
+    async def install_plugins(self, packages: list[PackageRequest], index_url: str | None,
+                              find_links: list[str]) -> PluginOperations:
+        return await self._plugin_manager().install(packages, index_url, find_links)
+
+    async def update_plugins(self, packages: list[PackageRequest], index_url: str | None,
+                             find_links: list[str]) -> PluginOperations:
+        return await self._plugin_manager().update(packages, index_url, find_links)
+
+    async def uninstall_plugins(self, names: list[str]) -> PluginOperations:
+        return await self._plugin_manager().uninstall(names)
+
+    def _plugin_manager(self) -> PluginManager:
+        if self.plugins is None:
+            raise JobNotRunning("plugin manager")
+        return self.plugins
 
     def _job(self, name: str) -> PeriodicJob:
         job = self.jobs.get(name)

@@ -117,3 +117,42 @@ class EmptyStackRejected(EngineError):
 class ReconcilePolicyRequired(EngineError):
     error_type = "ReconcilePolicyRequired"
     status = 403
+
+
+# -- plugin management (POST /plugins/install | uninstall | update) ----------------------------------------------
+
+
+class PluginNotFound(EngineError):
+    """No installed plugin has that name (uninstall, update), or the package source has no such distribution."""
+
+    error_type = "PluginNotFound"
+    status = 404
+
+
+class NotASvcPlugin(EngineError):
+    """The distribution registers no ``svc.plugins`` entry point, or its manifest or schema does not evaluate; it
+    was taken out again."""
+
+    error_type = "NotASvcPlugin"
+    status = 422
+
+
+class PluginInUse(EngineError):
+    """Commands this agent is running change resources of the plugin: it is not stopped under them."""
+
+    error_type = "PluginInUse"
+    status = 409
+
+
+class NoPackageSource(EngineError):
+    """Neither the request nor the agent's own installation names where plugins come from."""
+
+    error_type = "NoPackageSource"
+    status = 400
+
+
+class PluginInstallFailed(EngineError):
+    """pip failed (an unreachable index, a dependency conflict) or the plugin's process did not start."""
+
+    error_type = "PluginInstallFailed"
+    status = 502

@@ -216,13 +216,29 @@ class PluginGateway:
     def __init__(self, runners: Mapping[str, PluginRunner], *, retry: RetryPolicy | None = None,
                  plugins: Mapping[str, PluginLimits] | None = None) -> None:
         self.runners = dict(runners)
-        retry = retry or RetryPolicy()
+        self._retry = retry or RetryPolicy()
         configured = {name.upper(): limits for name, limits in (plugins or {}).items()}
         self._plugins: dict[str, PluginAccess] = {}  # by namespace upper-cased, and as callers spell it
         for name, runner in self.runners.items():
-            limits = configured.get(name.upper()) or PluginLimits()
-            self._plugins[name.upper()] = PluginAccess(
-                runner, limits.retry or retry, NamespaceLimits(limits.requests_per_second, limits.max_in_flight))
+            self._plugins[name.upper()] = self._access(runner, configured.get(name.upper()) or PluginLimits())
+
+    def _access(self, runner: PluginRunner, limits: PluginLimits) -> PluginAccess:
+        return PluginAccess(runner, limits.retry or self._retry,
+                            NamespaceLimits(limits.requests_per_second, limits.max_in_flight))
+
+    async def add(self, runner: PluginRunner, limits: PluginLimits) -> None:
+        """Starts a plugin installed while the agent runs and serves its namespace from now on."""
+        await runner.start()
+        self.runners[runner.namespace] = runner
+        self._plugins[runner.namespace.upper()] = self._access(runner, limits)
+
+    async def remove(self, namespace: str) -> None:
+        """Stops serving ``namespace`` (every spelling a caller used) and closes its plugin."""
+        removed = [name for name in self.runners if name.upper() == namespace.upper()]
+        for key in [key for key, access in self._plugins.items() if access.namespace.upper() == namespace.upper()]:
+            del self._plugins[key]
+        for name in removed:
+            await self.runners.pop(name).close()
 
     def find(self, namespace: str) -> PluginAccess | None:
         """The plugin serving ``namespace``; None when no enabled plugin does."""

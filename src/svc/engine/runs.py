@@ -58,6 +58,13 @@ class Runs:
     def task(self, command_id: str) -> asyncio.Task[str] | None:
         return self._tasks.get(command_id)
 
+    def commands_using(self, namespace: str) -> list[str]:
+        """The commands running here that change a resource of plugin ``namespace`` (any spelling)."""
+        wanted = namespace.upper()
+        return sorted(command_id for command_id, run in self._runs.items()
+                      if any((node.change.namespace or node.change.type.split("::", 1)[0]).upper() == wanted
+                             for node in run.nodes.values()))
+
     async def wait(self, command_id: str, timeout: float | None = None) -> None:
         """Until the command's run ends; ``TimeoutError`` after ``timeout`` seconds."""
         task = self._tasks.get(command_id)

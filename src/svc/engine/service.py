@@ -9,7 +9,7 @@ reaches past this protocol. Refusals are ``svc.engine.errors.EngineError``; a lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -108,6 +108,48 @@ class JobReport(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class PackageRequest:
+    """One ``{name, version?}`` of a request: a distribution name, and the version wanted (None: the newest)."""
+
+    name: str
+    version: str | None = None
+
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
+class PluginOperation:
+    name: str
+    action: str  # install | remove | update | noop
+    version: str | None = None
+    namespaces: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"name": self.name, "type": "resource", "action": self.action}
+        if self.version:
+            shown["version"] = self.version
+        if self.namespaces:
+            shown["namespaces"] = list(self.namespaces)
+        return shown
+
+
+@dataclass
+class PluginOperations:
+    """The reference's ``InstallPluginsResponse``: no restart is ever required here."""
+
+    operations: list[PluginOperation] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"operations": [operation.to_json() for operation in self.operations],
+                                 "requiresRestart": False}
+        if self.warnings:
+            shown["warnings"] = self.warnings
+        return shown
+
+
 class CommandService(Protocol):
     async def apply(self, request: ApplyRequest, caller: Caller) -> Submission:
         """Plans (and unless simulating, stores and starts) an apply."""
@@ -144,3 +186,15 @@ class CommandService(Protocol):
 
     def plugin_processes(self) -> dict[str, dict[str, Any]]:
         """The plugins this agent runs, by upper-case namespace: each one's process (state, pid, …)."""
+
+    async def install_plugins(self, packages: list[PackageRequest], index_url: str | None,
+                              find_links: list[str]) -> PluginOperations:
+        """pip-installs each plugin distribution from the package source (``index_url``/``find_links``, else the
+        one svc came from) and starts its plugins (``plugin_manager``)."""
+
+    async def update_plugins(self, packages: list[PackageRequest], index_url: str | None,
+                             find_links: list[str]) -> PluginOperations:
+        """Updates the named plugin distributions (none: all) and restarts their plugins on the new code."""
+
+    async def uninstall_plugins(self, names: list[str]) -> PluginOperations:
+        """Stops the named plugins and pip-uninstalls their distributions."""

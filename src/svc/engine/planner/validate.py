@@ -18,15 +18,28 @@ from svc.model.forma import Forma, Resource
 from svc.model.schema import Schema
 
 
-@dataclass(frozen=True)
+@dataclass
 class Catalog:
-    """What the running plugins provide: their namespaces and each resource type's descriptor."""
+    """What the running plugins provide: their namespaces and each resource type's descriptor.
+
+    A plugin installed or removed while the agent runs is added or removed here; each change replaces the
+    collections whole, so a plan or a sync pass that holds the previous ones reads a consistent set."""
 
     namespaces: frozenset[str] = frozenset()
     types: Mapping[str, Schema] = field(default_factory=dict)
 
     def namespace_of(self, resource_type: str) -> str:
         return resource_type.split("::", 1)[0]
+
+    def add(self, namespace: str, types: Mapping[str, Schema]) -> None:
+        self.remove(namespace)
+        self.namespaces = self.namespaces | {namespace}
+        self.types = {**self.types, **types}
+
+    def remove(self, namespace: str) -> None:
+        self.namespaces = frozenset(name for name in self.namespaces if name.upper() != namespace.upper())
+        self.types = {name: schema for name, schema in self.types.items()
+                      if self.namespace_of(name).upper() != namespace.upper()}
 
 
 def validate_forma(forma: Forma, inventory: Inventory, catalog: Catalog) -> None:
