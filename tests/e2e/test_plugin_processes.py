@@ -70,7 +70,10 @@ def test_plugins_endpoint_and_cli_list_describe_installed_plugins(world: World) 
     assert httpx.get(f"{world.api}/plugins/local").json()["plugin"]["namespace"] == "LOCAL"
     missing = httpx.get(f"{world.api}/plugins/nope")
     assert missing.status_code == 404 and missing.json()["error"] == "PluginNotFound"
-    assert httpx.get(f"{world.api}/plugins", params={"scope": "available"}).status_code == 503
+    # An editable install names no package source: the agent says how to name one.
+    available = httpx.get(f"{world.api}/plugins", params={"scope": "available"})
+    assert available.status_code == 400 and available.json()["error"] == "NoPackageSource", available.text
+    assert "indexUrl / findLinks" in available.json()["message"]
     stats = httpx.get(f"{world.api}/stats").json()  # every command's first call: versions read once, at start
     assert [(p["Namespace"], p["Version"]) for p in stats["Plugins"]] == [("FAKE", "0.1.0")]
     assert httpx.get(f"{world.api}/plugins", params={"scope": "bogus"}).status_code == 400

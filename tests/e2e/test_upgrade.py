@@ -8,51 +8,29 @@ and never the decoy. Nothing leaves the machine: every pip source here is a dire
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import subprocess
 import sys
-import sysconfig
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support.wheels import (
+    REPO,
+    Environment,
+    build_plugin,
+    build_svc,
+    pip_wheel,
+    served,
+    simple_index,
+    throwaway_environment,
+)
 from svc import __version__
 
-REPO = Path(__file__).resolve().parents[2]
 OLD, NEW = "97.0.0", "97.0.1"  # versions no index serves
 PLUGIN = "svc-plugin-aws"
 OURS = "Infrastructure-as-code agent: Pkl formas in, managed cloud resources out."  # svc's Summary
-
-
-def pip_wheel(project: Path, wheels: Path) -> None:
-    """Builds offline with the hatchling of this environment: no isolated build, no index."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--disable-pip-version-check", "-w", str(wheels), str(project)], check=True)
-
-
-def build_svc(version: str, work: Path, wheels: Path) -> None:
-    project = work / f"svc-{version}"
-    shutil.copytree(REPO / "src", project / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, project / name)
-    (project / "src" / "svc" / "_version.py").write_text(f'__version__ = "{version}"\n')
-    pip_wheel(project, wheels)
-
-
-def build_plugin(version: str, work: Path, wheels: Path) -> None:
-    project = work / f"aws-{version}"
-    shutil.copytree(REPO / "plugins" / "aws", project, ignore=shutil.ignore_patterns("__pycache__"))
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(re.sub(r'(?m)^version = ".*"$', f'version = "{version}"', pyproject.read_text()))
-    pip_wheel(project, wheels)
 
 
 def build_decoy(name: str, version: str, work: Path, wheels: Path) -> None:
@@ -72,24 +50,6 @@ def build_decoy(name: str, version: str, work: Path, wheels: Path) -> None:
     built.rename(wheels / f"{stem}-py{sys.version_info.major}{sys.version_info.minor}-none-any.whl")
 
 
-def simple_index(wheels: Path, root: Path) -> Path:
-    """A PEP 503 index of ``wheels``: one directory per project, whose index.html links its files (pip reads
-    that file of a file: index, and a server answers a directory with it)."""
-    for wheel in wheels.glob("*.whl"):
-        project = root / re.sub(r"[-_.]+", "-", wheel.name.split("-", 1)[0]).lower()
-        project.mkdir(parents=True, exist_ok=True)
-        shutil.copy(wheel, project / wheel.name)
-    for project in root.iterdir():
-        links = "".join(f'<a href="{file.name}">{file.name}</a>\n' for file in sorted(project.glob("*.whl")))
-        (project / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
-    return root
-
-
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        pass
-
-
 @dataclass(frozen=True)
 class Sources:
     ours: Path  # a directory of our wheels, both versions
@@ -104,90 +64,27 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sources]:
     ours, decoys = work / "ours", work / "decoys"
     for version in (OLD, NEW):
         build_svc(version, work, ours)
-        build_plugin(version, work, ours)
+        build_plugin("aws", version, work, ours)
         for name in ("svc", PLUGIN):
             build_decoy(name, version, work, decoys)
     build_decoy("svc", "99.0.0", work, decoys)
-    served = simple_index(ours, work / "served" / "simple")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(served.parent)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Sources(ours, f"http://127.0.0.1:{server.server_address[1]}/simple",
-                      simple_index(decoys, work / "decoy-index").as_uri(), decoys)
-    finally:
-        server.shutdown()
-        thread.join()
-
-
-@dataclass(frozen=True)
-class Environment:
-    venv: Path
-    env: dict[str, str]
-    home: Path
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(args, capture_output=True, text=True, timeout=300, env=self.env)
-
-    def svc(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return self.run(str(self.venv / "bin" / "svc"), *args)
-
-    def pip_install(self, *args: str) -> None:
-        """How the user installed svc in the first place: from ``args`` alone, not pip's configured sources."""
-        env = {key: value for key, value in self.env.items()
-               if key not in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")}
-        result = subprocess.run([str(self.venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                                 *args], capture_output=True, text=True, timeout=300, env=env)
-        assert result.returncode == 0, result.stderr
-
-    def installed(self, name: str) -> tuple[str, str]:
-        """(version, summary) of ``name`` as the environment's own Python sees it."""
-        probe = f"import importlib.metadata as m; d = m.distribution({name!r}); print(d.version); print(d.metadata['Summary'])"
-        result = self.run(str(self.venv / "bin" / "python"), "-c", probe)
-        assert result.returncode == 0, result.stderr
-        version, summary = result.stdout.splitlines()
-        return version, summary
-
-
-def _dependencies_view(work: Path) -> Path:
-    """svc's dependencies (and pip) without installing them: links to this environment's packages, minus svc, its
-    plugins and .pth hooks, so the throwaway environment's own svc is the only one it sees. pip installs into the
-    throwaway environment's prefix and never removes what lies outside it, so this one stays untouched."""
-    view = work / "dependencies"
-    view.mkdir()
-    skipped = re.compile(r"(svc|_editable_impl_|__editable__|_virtualenv|__pycache__)|.*\.pth$")
-    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if not skipped.match(entry.name):
-            (view / entry.name).symlink_to(entry)
-    return view
+    index = simple_index(ours, work / "served" / "simple")
+    with served(index.parent) as url:
+        yield Sources(ours, f"{url}/simple", simple_index(decoys, work / "decoy-index").as_uri(), decoys)
 
 
 @pytest.fixture
 def environment(tmp_path: Path, sources: Sources) -> Environment:
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    (site / "svc_test_dependencies.pth").write_text(f"{_dependencies_view(tmp_path)}\n")
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PIP_", "SVC_", "VIRTUAL_ENV"))}
-    env.update({
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-        "SVC_PKL": str(Path(sys.executable).parent / "pkl"),
-        # This environment's pip configuration, as a user's might be: an index, an extra index and a link
-        # directory that all hold an unrelated project named svc. No config file at all, so the host's settings
-        # play no part.
-        "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": sources.decoy_index,
-        "PIP_EXTRA_INDEX_URL": sources.decoy_index, "PIP_FIND_LINKS": str(sources.decoy_links),
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_CACHE_DIR": "1",
-    })
-    return Environment(venv, env, home)
+    # This environment's pip configuration, as a user's might be: an index, an extra index and a link directory
+    # that all hold an unrelated project named svc.
+    return throwaway_environment(tmp_path, {"PIP_INDEX_URL": sources.decoy_index,
+                                            "PIP_EXTRA_INDEX_URL": sources.decoy_index,
+                                            "PIP_FIND_LINKS": str(sources.decoy_links)})
 
 
 def assert_ours(environment: Environment, version: str) -> None:
     assert environment.installed("svc") == (version, OURS)
-    plugin_version, plugin_summary = environment.installed(PLUGIN)
+    plugin_version, plugin_summary = environment.installed(PLUGIN) or (None, None)
     assert plugin_version == version and plugin_summary != "decoy"
     assert environment.svc("--version").stdout.strip() == f"svc version {version}"
 

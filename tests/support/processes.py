@@ -131,6 +131,7 @@ class Agent:
     env: dict[str, str] = field(default_factory=dict)
     scheme: str = "http"
     process: subprocess.Popen[bytes] | None = None
+    executable: str = SVC  # the svc console script of the environment the agent runs in
 
     @property
     def url(self) -> str:
@@ -138,7 +139,7 @@ class Agent:
 
     def start(self, wait: bool = True, verify: object = False) -> Agent:
         self.process = subprocess.Popen(
-            [SVC, "agent", "start", "--config", str(self.config)],
+            [self.executable, "agent", "start", "--config", str(self.config)],
             stdout=self.log.open("ab"), stderr=subprocess.STDOUT, env={**os.environ, **self.env},
         )
         if wait:

@@ -44,6 +44,12 @@ class Scripted:
     async def list(self, call: Call, page_size: int, page_token: str | None, filters: dict[str, str]) -> ListResult:
         return self._next("list", call)
 
+    async def start(self) -> None:
+        self.calls.append(("start", Call("", {})))
+
+    async def close(self) -> None:
+        self.calls.append(("close", Call("", {})))
+
 
 def _gateway(runner: Scripted, **limits: Any) -> PluginGateway:
     return PluginGateway({"FAKE": runner}, retry=FAST, plugins={"fake": PluginLimits(**limits)} if limits else None)
@@ -113,3 +119,22 @@ def test_a_create_is_recorded_before_each_call_polled_while_under_way_and_retrie
         ("create", "cmd-k-create"), ("create", "cmd-k-create.2"), ("status", None)]
     assert recorded == [("cmd-k-create", 1, None), ("cmd-k-create", 1, None), ("cmd-k-create.2", 2, None),
                         ("cmd-k-create.2", 2, "r-1")]
+
+
+def test_a_plugin_added_at_run_time_is_started_served_and_forgotten_once_removed() -> None:
+    gateway = _gateway(Scripted())
+    added = Scripted()
+    added.namespace = "LOCAL"
+
+    async def scenario() -> None:
+        await gateway.add(added, PluginLimits(requests_per_second=5.0, max_in_flight=2))
+        assert [operation for operation, _ in added.calls] == ["start"]
+        assert gateway.plugin("local") is gateway.find("LOCAL")
+        assert gateway.plugin("Local").limits is not gateway.plugin("FAKE").limits
+        assert set(gateway.processes()) == {"FAKE", "LOCAL"}
+        await gateway.remove("local")
+        assert [operation for operation, _ in added.calls] == ["start", "close"]
+        assert gateway.find("local") is None and gateway.find("Local") is None and gateway.find("LOCAL") is None
+        assert set(gateway.processes()) == {"FAKE"} and gateway.find("fake") is not None
+
+    asyncio.run(scenario())
