@@ -85,8 +85,8 @@ def test_target_versions_and_filters(datastore: Datastore) -> None:
 
 def test_target_health_ignores_older_observations(datastore: Datastore) -> None:
     datastore.put_target(TargetWrite("t", "AWS", {}))
-    assert datastore.set_target_health("t", "reachable", T0 + timedelta(seconds=10))
-    assert not datastore.set_target_health("t", "unreachable", T0 + timedelta(seconds=5))
+    assert datastore.observe_target("t", reachable=True, at=T0 + timedelta(seconds=10), max_gap=60)
+    assert not datastore.observe_target("t", reachable=False, at=T0 + timedelta(seconds=5), max_gap=60)
     target = datastore.get_target("t")
     assert target is not None and target.health_state == "reachable"
     assert target.observed_at == T0 + timedelta(seconds=10)

@@ -7,7 +7,7 @@ Failures raise ``DatastoreError`` subclasses; ``DatastoreUnavailable`` means "tr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +20,7 @@ from svc.model.records import (
     Page,
     PolicyRecord,
     PolicyWrite,
+    ReapAudit,
     ResourceSummary,
     ResourceUpdateRecord,
     ResourceVersion,
@@ -28,6 +29,7 @@ from svc.model.records import (
     StackRecord,
     StoreOutcome,
     TargetFilter,
+    TargetReap,
     TargetRecord,
     TargetWrite,
 )
@@ -77,7 +79,15 @@ class Datastore(Protocol):
     def get_target(self, label: str) -> TargetRecord | None: ...
     def list_targets(self, where: TargetFilter | None = None, *, cursor: str | None = None,
                      limit: int = ...) -> Page[TargetRecord]: ...
-    def set_target_health(self, label: str, health_state: str, observed_at: datetime) -> bool: ...
+    # target health and reaping (``sql_reaping``)
+    def observe_target(self, label: str, *, reachable: bool, at: datetime, max_gap: float,
+                       error_code: str | None = None) -> bool: ...
+    def advance_target_accrual(self, label: str, incarnation_id: str, at: datetime, max_gap: float) -> bool: ...
+    def reap_target(self, label: str, incarnation_id: str, *, threshold: float,
+                    at: datetime) -> TargetReap | None: ...
+    def reaped_targets(self, labels: Iterable[str]) -> set[str]: ...
+    def list_reaped_resources(self, target: str) -> list[ResourceVersion]: ...
+    def reap_audit(self, label: str | None = None) -> list[ReapAudit]: ...
 
     # policies
     def put_policy(self, write: PolicyWrite, *, command_id: str | None = None) -> PolicyRecord: ...

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -12,6 +11,7 @@ from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import FieldKind, QueryFields, parse_query
 from svc.datastore.query_sql import conditions, matcher
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
+from svc.datastore.sql_reaping import HEALTH_COLUMNS, revive_resources
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, policies, stack_policies, stacks, targets
 from svc.ids import new_id
 from svc.model.records import Page, PolicyRecord, PolicyWrite, StackRecord, TargetFilter, TargetRecord, TargetWrite
@@ -32,7 +32,12 @@ def _target(row: sa.Row[Any]) -> TargetRecord:
     return TargetRecord(label=m["label"], version=m["version"], namespace=m["namespace"], config=m["config"],
                         config_schema=m["config_schema"], discoverable=bool(m["discoverable"]),
                         incarnation_id=m["incarnation_id"], health_state=m["health_state"],
-                        observed_at=m["observed_at"], created_at=m["created_at"], updated_at=m["valid_from"])
+                        observed_at=m["observed_at"], created_at=m["created_at"], updated_at=m["valid_from"],
+                        reap_kind=m["reap_kind"], reap_after_seconds=m["reap_after_seconds"],
+                        last_seen_at=m["last_seen_at"], last_sample_at=m["last_sample_at"],
+                        first_unreachable_at=m["first_unreachable_at"],
+                        unreachable_seconds=float(m["unreachable_seconds"] or 0),
+                        last_error_code=m["last_error_code"])
 
 
 def _policy(row: sa.Row[Any]) -> PolicyRecord:
@@ -126,32 +131,38 @@ class CatalogStore(SqlBase):
     # -- targets -----------------------------------------------------------------------------------------
 
     def put_target(self, write: TargetWrite) -> TargetRecord:
-        """Creates the target, or adds a version when its namespace, config or discoverability changed.
+        """Creates the target, or adds a version when its namespace, config, discoverability or reap policy
+        changed.
 
-        Health and incarnation carry over to new versions; an unchanged target is not written.
+        Health and incarnation carry over to new versions; an unchanged target is not written. A reaped target
+        declared again is recovered in the same transaction: a fresh incarnation, health reset, and its reaped
+        resources live again (``sql_reaping``).
         """
         config, schema = json_value(dict(write.config)), json_value(dict(write.config_schema))
+        declared = {"namespace": write.namespace, "config": config, "config_schema": schema,
+                    "discoverable": write.discoverable, "reap_kind": write.reap_kind,
+                    "reap_after_seconds": write.reap_after_seconds}
 
         def work(conn: sa.Connection) -> TargetRecord:
             head = self._live_target(conn, write.label)
             at = now()
-            if head is None:
+            if head is None or head.health_state == "reaped":
                 values = {"version": 1, "incarnation_id": new_id(), "health_state": "unknown", "observed_at": None,
                           "created_at": at}
             else:
-                if (head.namespace, head.config, head.config_schema, bool(head.discoverable)) == (
-                        write.namespace, config, schema, write.discoverable):
+                if all(head._mapping[name] == value for name, value in declared.items()):
                     return _target(head)
+                values = {"version": head.version + 1, "created_at": head.created_at,
+                          **{name: head._mapping[name] for name in HEALTH_COLUMNS}}
+            if head is not None:
                 demoted = conn.execute(sa.update(t).where(t.c.label == write.label, t.c.version == head.version,
                                                           head_is(t.c.head, HEAD_LIVE)).values(head=HEAD_OLD))
                 if demoted.rowcount != 1:
                     raise Retry("target head moved")
-                values = {"version": head.version + 1, "incarnation_id": head.incarnation_id,
-                          "health_state": head.health_state, "observed_at": head.observed_at,
-                          "created_at": head.created_at}
-            conn.execute(sa.insert(t).values(label=write.label, head=HEAD_LIVE, namespace=write.namespace,
-                                             config=config, config_schema=schema, discoverable=write.discoverable,
-                                             valid_from=at, **values))
+                if head.health_state == "reaped":
+                    values["version"] = head.version + 1
+                    revive_resources(conn, write.label)
+            conn.execute(sa.insert(t).values(label=write.label, head=HEAD_LIVE, valid_from=at, **declared, **values))
             return _target(conn.execute(sa.select(t).where(t.c.label == write.label,
                                                            t.c.version == values["version"])).one())
 
@@ -169,7 +180,8 @@ class CatalogStore(SqlBase):
 
     def list_targets(self, where: TargetFilter | None = None, *, cursor: str | None = None,
                      limit: int = DEFAULT_PAGE_SIZE) -> Page[TargetRecord]:
-        """Targets by label; ``label``/``namespace`` filters accept ``*`` wildcards (``%``/``_`` literal)."""
+        """Targets by label; ``label``/``namespace`` filters accept ``*`` wildcards (``%``/``_`` literal); reaped
+        targets only with ``where.reaped``."""
         statement = sa.select(t).where(head_is(t.c.head, HEAD_LIVE))
         where = where or TargetFilter()
         terms = [f"{name}:{_quote(value)}" for name, value in (("label", where.label), ("namespace", where.namespace))
@@ -180,19 +192,11 @@ class CatalogStore(SqlBase):
                                                             "namespace": matcher(t.c.namespace)}))
         if where.discoverable is not None:
             statement = statement.where(t.c.discoverable.is_(sa.true() if where.discoverable else sa.false()))
+        if not where.reaped:
+            statement = statement.where(t.c.health_state != "reaped")
         with self.read() as conn:
             return paginate(conn, statement, list_name="targets", order=(t.c.label,), cursor=cursor, limit=limit,
                             convert=_target)
-
-    def set_target_health(self, label: str, health_state: str, observed_at: datetime) -> bool:
-        """Records a health observation on the current version, unless a newer one is already recorded
-        (observations may arrive out of order); returns whether it was applied."""
-        with self.write() as conn:
-            done = conn.execute(
-                sa.update(t).where(t.c.label == label, head_is(t.c.head, HEAD_LIVE),
-                                   sa.or_(t.c.observed_at.is_(None), t.c.observed_at < observed_at))
-                .values(health_state=health_state, observed_at=observed_at))
-            return done.rowcount == 1
 
     def _live_target(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
         return conn.execute(sa.select(t).where(t.c.label == label, head_is(t.c.head, HEAD_LIVE))).first()

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from svc.datastore.bulk import BulkStatement
 from svc.datastore.errors import ConflictError
 from svc.datastore.sql_base import Retry, now, successor
-from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resources
+from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_REAPED, HEAD_TOMBSTONE, head_is, resources
 from svc.ids import new_id
 from svc.model.records import ResourceWrite, StoreOutcome
 
@@ -95,6 +95,10 @@ class ChunkWriter:
         if write.if_version is not None and (head is None or head["head"] != HEAD_LIVE
                                              or head["version"] != write.if_version):
             return StoreOutcome(ksuid or "", head["version"] if head is not None else None, False, None)
+        if head is not None and head["head"] == HEAD_REAPED:
+            # Its target was reaped: only declaring the target again brings it back (``put_target``), never a
+            # late write (a sync read or a change that raced the reap).
+            return StoreOutcome(ksuid or "", head["version"], False, None)
         if write.native_id is not None:
             owner = self.owners.get((write.type, write.native_id))
             if owner is not None and owner["ksuid"] != ksuid:

@@ -37,8 +37,16 @@ class StatsStore(SqlBase):
             stack_count = conn.execute(
                 sa.select(sa.func.count()).select_from(s).where(head_is(s.c.head, HEAD_LIVE))).scalar_one()
             by_namespace = _grouped(conn.execute(
-                sa.select(t.c.namespace, sa.func.count()).where(head_is(t.c.head, HEAD_LIVE))
+                sa.select(t.c.namespace, sa.func.count()).where(head_is(t.c.head, HEAD_LIVE),
+                                                                t.c.health_state != "reaped")
                 .group_by(t.c.namespace)))
+            # Reap-pending: unreachable now, and a reap policy applies (not NeverReap).
+            by_health = _grouped(conn.execute(
+                sa.select(t.c.health_state, sa.func.count()).where(
+                    head_is(t.c.head, HEAD_LIVE), sa.func.coalesce(t.c.reap_kind, "after") != "never")
+                .group_by(t.c.health_state)))
+            reaped = conn.execute(sa.select(sa.func.count()).select_from(t).where(
+                head_is(t.c.head, HEAD_LIVE), t.c.health_state == "reaped")).scalar_one()
         managed: dict[str, int] = {}
         unmanaged: dict[str, int] = {}
         for type_, is_managed, count in by_type:
@@ -47,6 +55,7 @@ class StatsStore(SqlBase):
         return DatastoreCounts(
             clients=int(clients), commands=by_command, command_states=by_state, stacks=int(stack_count),
             managed_by_type=managed, unmanaged_by_type=unmanaged, targets_by_namespace=by_namespace,
+            reap_pending_targets=by_health.get("unreachable", 0), reaped_targets=int(reaped),
         )
 
 

@@ -5,7 +5,9 @@ in ``head`` so that "current state" reads are an index range scan instead of a m
 
 * ``HEAD_OLD`` (0) — a superseded version, kept as history;
 * ``HEAD_LIVE`` (1) — the current version of a live record;
-* ``HEAD_TOMBSTONE`` (2) — the current version is a delete tombstone.
+* ``HEAD_TOMBSTONE`` (2) — the current version is a delete tombstone;
+* ``HEAD_REAPED`` (3) — resources only: the current version of a resource whose target was reaped (invisible to
+  live reads, live again when the target is declared again).
 
 Partial indexes compare ``head`` with literals, and queries must use literals too (``head_is``), because
 SQLite only uses a partial index when the query's WHERE clause literally implies the index's.
@@ -25,6 +27,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 HEAD_OLD = 0
 HEAD_LIVE = 1
 HEAD_TOMBSTONE = 2
+HEAD_REAPED = 3
 
 Key = sa.String(64).with_variant(sa.String(64, collation="C"), "postgresql")
 Label = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
@@ -121,8 +124,30 @@ targets = sa.Table(
     sa.Column("observed_at", UtcDateTime, nullable=True),
     sa.Column("created_at", UtcDateTime, nullable=False),
     sa.Column("valid_from", UtcDateTime, nullable=False),
+    # Reaping (migration 0005): the policy, and the health written in place on the current version.
+    sa.Column("reap_kind", sa.String(8), nullable=True),  # after | never | NULL: the agent's default
+    sa.Column("reap_after_seconds", sa.Integer, nullable=True),
+    sa.Column("last_seen_at", UtcDateTime, nullable=True),
+    sa.Column("last_sample_at", UtcDateTime, nullable=True),
+    sa.Column("first_unreachable_at", UtcDateTime, nullable=True),
+    sa.Column("unreachable_seconds", sa.Float, nullable=False, server_default="0"),
+    sa.Column("last_error_code", sa.String(64), nullable=True),
     sa.Index("uq_targets_live_label", "label", unique=True, **_partial("head = 1")),
     sa.Index("ix_targets_live_namespace", "namespace", "label", **_partial("head = 1")),
+    sa.Index("ix_targets_live_health", "health_state", "label", **_partial("head = 1")),
+)
+
+# One row per reaped target incarnation, never updated: who was reaped, when, after how long, with how much.
+target_reap_audit = sa.Table(
+    "target_reap_audit", metadata,
+    sa.Column("incarnation_id", Key, primary_key=True),
+    sa.Column("label", Label, nullable=False),
+    sa.Column("namespace", Label, nullable=False),
+    sa.Column("reaped_at", UtcDateTime, nullable=False),
+    sa.Column("unreachable_seconds", sa.Float, nullable=False),
+    sa.Column("resource_count", sa.Integer, nullable=False),
+    sa.Column("last_error_code", sa.String(64), nullable=True),
+    sa.Index("ix_target_reap_audit_label", "label", "reaped_at"),
 )
 
 policies = sa.Table(

@@ -119,11 +119,16 @@ class StackRecord:
 
 @dataclass(frozen=True, slots=True)
 class TargetWrite:
+    """A target as declared. ``reap_kind``: ``after`` (reap once unreachable for ``reap_after_seconds``),
+    ``never``, or None (the agent's default)."""
+
     label: str
     namespace: str
     config: Json
     config_schema: Json = field(default_factory=dict)
     discoverable: bool = False
+    reap_kind: str | None = None
+    reap_after_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,19 +140,53 @@ class TargetRecord:
     config_schema: Json
     discoverable: bool
     incarnation_id: str
-    health_state: str
+    health_state: str  # unknown | reachable | unreachable | reaped
     observed_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    reap_kind: str | None = None
+    reap_after_seconds: int | None = None
+    last_seen_at: datetime | None = None
+    last_sample_at: datetime | None = None  # the last observation or reaper tick that counted
+    first_unreachable_at: datetime | None = None
+    unreachable_seconds: float = 0.0  # continuous unreachable time accrued
+    last_error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetReap:
+    """What reaping one target did: the audit row's facts and the stacks its resources were in."""
+
+    label: str
+    incarnation_id: str
+    reaped_at: datetime
+    unreachable_seconds: float
+    resource_count: int
+    stacks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReapAudit:
+    """One reaped target incarnation, as the immutable audit keeps it."""
+
+    incarnation_id: str
+    label: str
+    namespace: str
+    reaped_at: datetime
+    unreachable_seconds: float
+    resource_count: int
+    last_error_code: str | None
 
 
 @dataclass(frozen=True, slots=True)
 class TargetFilter:
-    """The target list's filters (exact values, or ``*`` wildcards for label and namespace)."""
+    """The target list's filters (exact values, or ``*`` wildcards for label and namespace); reaped targets
+    are left out unless ``reaped``."""
 
     label: str | None = None
     namespace: str | None = None
     discoverable: bool | None = None
+    reaped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +278,9 @@ class DatastoreCounts:
     stacks: int
     managed_by_type: Mapping[str, int]  # live managed resources by type
     unmanaged_by_type: Mapping[str, int]  # live discovered resources by type
-    targets_by_namespace: Mapping[str, int]
+    targets_by_namespace: Mapping[str, int]  # live targets not reaped
+    reap_pending_targets: int = 0  # unreachable targets a reap policy applies to
+    reaped_targets: int = 0
 
 
 @dataclass(frozen=True, slots=True)
