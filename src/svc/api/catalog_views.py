@@ -19,9 +19,11 @@ def policy_json(policy: PolicyRecord) -> dict[str, Any]:
     return {**dict(policy.data), "Type": policy.policy_type, "Label": policy.label}
 
 
-def stack_policies(datastore: Datastore, stack: StackRecord) -> tuple[list[dict[str, Any]], list[PolicyRecord]]:
-    """The stack's inline policies rendered in full, plus ``{"$ref": "policy://…"}`` for each attached
-    standalone policy (returned too, for the Forma's top-level ``Policies``). Synchronous."""
+def stack_policies(datastore: Datastore, stack: StackRecord, *, attached_in_full: bool = False
+                   ) -> tuple[list[dict[str, Any]], list[PolicyRecord]]:
+    """The stack's inline policies rendered in full, plus for each attached standalone policy
+    ``{"$ref": "policy://…"}`` (as a forma refers to it; the policies are returned too, for the Forma's top-level
+    ``Policies``) or, ``attached_in_full``, the policy itself (``GET /stacks``). Synchronous."""
     rendered: list[dict[str, Any]] = []
     attached: list[PolicyRecord] = []
     cursor: str | None = None
@@ -33,7 +35,8 @@ def stack_policies(datastore: Datastore, stack: StackRecord) -> tuple[list[dict[
     while True:
         page = datastore.list_attached_policies(stack.id, cursor=cursor, limit=_POLICY_PAGE)
         attached.extend(page.items)
-        rendered.extend({"$ref": f"policy://{policy.label}"} for policy in page.items)
+        rendered.extend(policy_json(policy) if attached_in_full else {"$ref": f"policy://{policy.label}"}
+                        for policy in page.items)
         if (cursor := page.next_cursor) is None:
             break
     return rendered, attached
@@ -70,4 +73,13 @@ def stack_json(stack: StackRecord, policies: list[dict[str, Any]]) -> dict[str, 
 def target_json(target: TargetRecord) -> dict[str, Any]:
     return wire.TargetView(Label=target.label, Namespace=target.namespace, Config=dict(target.config) or None,
                            ConfigSchema=dict(target.config_schema) or None, Discoverable=target.discoverable,
-                           Version=target.version).to_json()
+                           Version=target.version, Reaping=reaping_json(target)).to_json()
+
+
+def reaping_json(target: TargetRecord) -> dict[str, Any] | None:
+    """The target's reap policy as the forma declared it (``Reaping``); None when it declared none."""
+    if target.reap_kind == "never":
+        return {"Kind": "never"}
+    if target.reap_kind == "after":
+        return {"Kind": "after", "MaxUnreachableSeconds": target.reap_after_seconds}
+    return None

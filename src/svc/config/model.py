@@ -131,6 +131,12 @@ class StackExpirerConfig(_Durations):
     interval: timedelta
 
 
+class TargetReaperConfig(_Durations):
+    enabled: bool = True
+    interval: timedelta = timedelta(minutes=1)
+    default_max_unreachable: timedelta = timedelta(hours=24)
+
+
 class AuthorizedUser(_Model):
     username: str
     password: str = Field(repr=False)
@@ -190,6 +196,7 @@ class AgentConfig(_Model):
     logging: LoggingConfig
     o_tel: OTelConfig = Field(alias="oTel")
     stack_expirer: StackExpirerConfig
+    target_reaper: TargetReaperConfig = Field(default_factory=TargetReaperConfig)
     auth: AgentAuthConfig | None = None
 
 

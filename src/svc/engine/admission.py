@@ -18,7 +18,7 @@ from svc.datastore.query import DESTROY_FIELDS, parse_query
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
 from svc.engine.command_records import UpdateData, command_record, shown_change, update_record
-from svc.engine.errors import ConflictingCommands, InvalidForma
+from svc.engine.errors import ConflictingCommands, InvalidForma, TargetReaped
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
 from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
@@ -28,7 +28,8 @@ from svc.engine.runs import Runs
 from svc.engine.sealing import Sealer
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest, StoredCommand, Submission
 from svc.ids import new_id
-from svc.model.records import CommandRecord, ResourceUpdateRecord, TargetWrite, every_item
+from svc.model.forma import Forma
+from svc.model.records import CommandRecord, ResourceUpdateRecord, TargetFilter, TargetWrite, every_item
 from svc.model.states import CommandState, UpdateState
 
 log = logging.getLogger("svc.engine")
@@ -83,6 +84,8 @@ class Admission:
         # up: a simulation, or a submission that needs no change and moves no baseline, answers "".
         command_id = "" if simulate else new_id()
         async with self._lock:
+            if request.command == "apply" and request.forma is not None and not simulate:
+                await self._refuse_reaped_targets(request.forma)
             changeset = await self._plan(request, drift_stacks)
             if not changeset.has_changes:
                 stored = changeset.absorbed and not simulate
@@ -119,15 +122,22 @@ class Admission:
 
     async def _plan(self, request: PlanRequest, reconcile_stacks: set[str]) -> Changeset:
         def work() -> Changeset:
-            inventory = self._inventory(reconcile_stacks)
+            inventory = self._inventory(reconcile_stacks, request.forma)
             inventory.policies = stored_policies(self.store, request.forma)
             return plan(request, inventory, self.catalog, new_id)
 
         return await asyncio.to_thread(work)
 
-    def _inventory(self, reconcile_stacks: set[str]) -> Inventory:
+    def _inventory(self, reconcile_stacks: set[str], forma: Forma | None) -> Inventory:
         resources = every_item(lambda c: self.store.list_resources(cursor=c, limit=PAGE))
-        targets = every_item(lambda c: self.store.list_targets(cursor=c, limit=PAGE))
+        targets = every_item(lambda c: self.store.list_targets(TargetFilter(reaped=True), cursor=c, limit=PAGE))
+        if forma is not None:
+            # A reaped target the forma declares again comes back with its resources: planned as the stored
+            # resources they are (updated or left alone, never created twice in the cloud).
+            declared = {t.label for t in forma.targets}
+            for target in targets:
+                if target.health_state == "reaped" and target.label in declared:
+                    resources.extend(self.store.list_reaped_resources(target.label))
         stacks = every_item(lambda c: self.store.list_stacks(cursor=c, limit=PAGE))
         inventory = Inventory(resources, {t.label: t for t in targets}, {s.label: s for s in stacks})
         for stack in reconcile_stacks:
@@ -162,9 +172,19 @@ class Admission:
         for target in changeset.targets:
             if target.operation != "delete":
                 self.store.put_target(TargetWrite(target.label, target.namespace, target.config,
-                                                  target.config_schema, target.discoverable))
+                                                  target.config_schema, target.discoverable, target.reap_kind,
+                                                  target.reap_after_seconds))
         persist_policies(self.store, changeset.policies, command.id)  # after the stacks they belong to
         self.store.put_command(command, records, stacks=changeset.reconciled)
+
+    async def _refuse_reaped_targets(self, forma: Forma) -> None:
+        """Resources on a reaped target that the forma does not declare again: refused (409 TargetReaped)."""
+        used = {r.target for r in forma.resources} - {t.label for t in forma.targets}
+        reaped = sorted(await asyncio.to_thread(self.store.reaped_targets, used)) if used else []
+        if reaped:
+            raise TargetReaped(f"target(s) {', '.join(reaped)} were reaped after being unreachable too long; "
+                               "declare them in the forma again to recover them and their resources",
+                               {"TargetLabels": reaped})
 
     async def _refuse_conflicts(self, changeset: Changeset) -> None:
         stacks = changeset.stack_labels

@@ -38,6 +38,7 @@ from svc.engine.gateway import PluginAccess, PluginGateway
 from svc.engine.planner import Catalog
 from svc.engine.planner.changeset import compact_schema
 from svc.engine.planner.inventory import UNMANAGED_STACK
+from svc.engine.target_health import Observations, ReapSettings
 from svc.ids import new_id
 from svc.model import values
 from svc.model.opaque import OpaqueFields, opaque_fields
@@ -80,18 +81,20 @@ class DiscoveryReport:
 
 
 def discovery_job(store: Datastore, gateway: PluginGateway, catalog: Catalog, config: AgentConfig,
-                  settings: Mapping[str, PluginDiscovery] | None = None) -> PeriodicJob:
+                  settings: Mapping[str, PluginDiscovery] | None = None,
+                  health: ReapSettings | None = None) -> PeriodicJob:
     """The periodic job (``agent.discovery``); reads each plugin's manifest now (unless ``settings``, from
     ``load_settings``, are given), so a bad filter stops the agent at start."""
     settings = load_settings(config) if settings is None else settings
     discovery = config.discovery
-    return PeriodicJob("discovery", lambda: discover(store, gateway, catalog, settings), enabled=discovery.enabled,
-                       interval=discovery.interval.total_seconds(), first_delay=FIRST_DELAY)
+    return PeriodicJob("discovery", lambda: discover(store, gateway, catalog, settings, health),
+                       enabled=discovery.enabled, interval=discovery.interval.total_seconds(), first_delay=FIRST_DELAY)
 
 
 async def discover(store: Datastore, gateway: PluginGateway, catalog: Catalog,
-                   settings: Mapping[str, PluginDiscovery]) -> DiscoveryReport:
-    return await _Run(store, gateway, catalog, settings).run()
+                   settings: Mapping[str, PluginDiscovery], health: ReapSettings | None = None) -> DiscoveryReport:
+    """One run; what its calls said of each target's reach is recorded (``target_health``)."""
+    return await _Run(store, gateway, catalog, settings, health).run()
 
 
 @dataclass
@@ -114,8 +117,9 @@ class _Scan:
 
 class _Run:
     def __init__(self, store: Datastore, gateway: PluginGateway, catalog: Catalog,
-                 settings: Mapping[str, PluginDiscovery]) -> None:
+                 settings: Mapping[str, PluginDiscovery], health: ReapSettings | None = None) -> None:
         self.store = store
+        self.health = Observations(health or ReapSettings())
         self.gateway = gateway
         self.catalog = catalog
         self.settings = settings
@@ -135,6 +139,7 @@ class _Run:
         try:
             await asyncio.gather(*(self._target(scan) for scan in scans))
             await self._flush()
+            await self.health.record(self.store)
         except BaseException as error:
             if (command_id := self.report.command_id) is not None:
                 def end() -> bool:
@@ -224,6 +229,7 @@ class _Run:
                     previous = asyncio.create_task(self._page(scan, resource_type, fresh, parent, previous))
                     tasks.append(previous)
         except PluginCallError as error:
+            self.health.saw(scan.target.label, error.code)
             self._list_failed(scan, resource_type, error)
         except BaseException:  # cancelled (the agent stops) or broken: the pages' reads go too
             for task in tasks:
@@ -237,6 +243,7 @@ class _Run:
         seen: set[str] = set()
         while (resource_type, scan.target.label) not in self.skipped:
             page = await scan.plugin.list(resource_type, scan.target.config, PAGE_SIZE, token, filters)
+            self.health.saw(scan.target.label, None)
             yield page.native_ids
             token = page.next_page_token
             if not token or token in seen:  # a plugin repeating a token would page forever
@@ -255,7 +262,9 @@ class _Run:
 
     async def _read(self, scan: _Scan, resource_type: str, native_id: str) -> ReadResult:
         async with scan.ahead, scan.plugin.dispatch():
-            return await scan.plugin.read(resource_type, scan.target.config, native_id, None, not_found_ok=True)
+            result = await scan.plugin.read(resource_type, scan.target.config, native_id, None, not_found_ok=True)
+        self.health.saw(scan.target.label, result.error_code)
+        return result
 
     # -- one resource -------------------------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Admission (``admission``) plans, checks, stores and starts commands; ``runs`` holds the ones executing
 (``executor.CommandRun``); ``queries`` reads them back, ``cancel`` stops them, ``recovery`` resumes
 those a previous agent left unfinished. ``start()`` starts the plugins, resumes, then starts the
-background jobs (``jobs``: synchronization, discovery, the stack expirer, auto-reconcile).
+background jobs (``jobs``: synchronization, discovery, the stack expirer, auto-reconcile, the target
+reaper).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from svc.engine.writer import BatchWriter
 if TYPE_CHECKING:
     from svc.engine.discovery import DiscoveryReport
     from svc.engine.expiry import Sweep
+    from svc.engine.reaper import ReapReport
 
 
 @dataclass
@@ -126,6 +128,9 @@ class Engine:
 
     async def run_ttl_check(self) -> Sweep:
         return await self._job("stack-expirer").run_now()
+
+    async def run_reap(self) -> ReapReport:
+        return await self._job("target-reaper").run_now()
 
     async def reconcile_stack(self, stack: str, caller: Caller) -> str | None:
         reconciler = self.jobs.get("auto-reconciler")

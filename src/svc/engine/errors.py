@@ -89,6 +89,13 @@ class NonPortableResources(EngineError):
     status = 409
 
 
+class TargetReaped(EngineError):
+    """The forma puts resources on a target the reaper removed; declaring the target again recovers it."""
+
+    error_type = "TargetReaped"
+    status = 409
+
+
 class TargetHasDependents(EngineError):
     error_type = "TargetHasDependents"
     status = 409

@@ -21,9 +21,11 @@ from svc.engine.installed_by_agent import InstalledByAgent
 from svc.engine.operations import RetryPolicy
 from svc.engine.planner import Catalog
 from svc.engine.plugin_manager import PluginManager
+from svc.engine.reaper import TargetReaper
 from svc.engine.reconciler import AutoReconciler
 from svc.engine.sealing import Sealer
 from svc.engine.sync import synchronize
+from svc.engine.target_health import ReapSettings
 from svc.model.schema import Schema
 from svc.paths import data_dir
 from svc.plugins.host import HostedPlugin
@@ -111,16 +113,21 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
                     EngineSettings(agent_id=agent_id, agent_version=agent_version))
     engine.plugins = _plugin_manager(config, engine, remembered, in_process)
     sync = config.synchronization
+    reaper = config.target_reaper
+    health = ReapSettings.derived(sync_interval=sync.interval.total_seconds(),
+                                  reaper_interval=reaper.interval.total_seconds(),
+                                  default_after=reaper.default_max_unreachable.total_seconds())
     discovery = load_settings(config)  # synchronization evicts unmanaged resources by the discovery filters
     engine.jobs["synchronization"] = PeriodicJob("synchronization",
-                                                 lambda: synchronize(datastore, gateway, catalog, discovery),
+                                                 lambda: synchronize(datastore, gateway, catalog, discovery, health),
                                                  enabled=sync.enabled, interval=sync.interval.total_seconds(),
                                                  first_delay=2.0)
-    engine.jobs["discovery"] = discovery_job(datastore, gateway, catalog, config, discovery)
+    engine.jobs["discovery"] = discovery_job(datastore, gateway, catalog, config, discovery, health)
     expirer = config.stack_expirer
     engine.jobs["stack-expirer"] = StackExpirer(engine, enabled=expirer.enabled,
                                                 interval=expirer.interval.total_seconds())
     engine.jobs["auto-reconciler"] = AutoReconciler(engine)
+    engine.jobs["target-reaper"] = TargetReaper(datastore, health, enabled=reaper.enabled)
     return engine
 
 

@@ -181,6 +181,9 @@ class CommandService(Protocol):
     async def run_ttl_check(self) -> JobReport:
         """Runs the stack expirer's sweep now."""
 
+    async def run_reap(self) -> JobReport:
+        """Runs a target-reaper tick now: the targets it reaped and those pending."""
+
     async def reconcile_stack(self, stack: str, caller: Caller) -> str | None:
         """Auto-reconciles ``stack`` now: the command's id, None when nothing drifted."""
 

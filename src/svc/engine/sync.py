@@ -37,6 +37,7 @@ from svc.engine.discovery_settings import PluginDiscovery
 from svc.engine.gateway import PluginGateway
 from svc.engine.observed import SyncCommand, observed_write
 from svc.engine.planner import Catalog
+from svc.engine.target_health import Observations, ReapSettings
 from svc.model import values
 from svc.model.opaque import opaque_fields
 from svc.model.records import ResourceVersion, ResourceWrite, TargetRecord, every_item
@@ -77,8 +78,10 @@ class SyncPass:
     ``flush`` stores what is queued (also every ``BATCH``), ``finish`` closes the pass's command."""
 
     def __init__(self, store: Datastore, gateway: PluginGateway, catalog: Catalog, targets: dict[str, TargetRecord],
-                 busy: set[str], discovery: Mapping[str, PluginDiscovery] | None = None) -> None:
+                 busy: set[str], discovery: Mapping[str, PluginDiscovery] | None = None,
+                 health: ReapSettings | None = None) -> None:
         self.store = store
+        self.health = Observations(health or ReapSettings())
         self.gateway = gateway
         self.catalog = catalog
         self.targets = targets
@@ -116,6 +119,7 @@ class SyncPass:
         except Exception as error:  # noqa: BLE001 - a plugin that died or timed out: the next pass retries
             self._failed(resource, type(error).__name__)
             return
+        self.health.saw(target.label, result.error_code)
         gone = result.error_code is ErrorCode.NOT_FOUND
         if not gone and (result.error_code is not None or result.properties is None):
             self._failed(resource, str(result.error_code or "no properties"))
@@ -177,9 +181,11 @@ class SyncPass:
 
 
 async def synchronize(store: Datastore, gateway: PluginGateway, catalog: Catalog,
-                      discovery: Mapping[str, PluginDiscovery] | None = None) -> str | None:
+                      discovery: Mapping[str, PluginDiscovery] | None = None,
+                      health: ReapSettings | None = None) -> str | None:
     """Returns the sync command's id, or None when nothing was written. ``discovery``: each plugin's discovery
-    settings by namespace, whose filters evict unmanaged resources (none: nothing is evicted)."""
+    settings by namespace, whose filters evict unmanaged resources (none: nothing is evicted). What the reads
+    said of each target's reach is recorded (``target_health``) with ``health``'s gap."""
     started = time.monotonic()
 
     def load() -> tuple[list[ResourceVersion], dict[str, TargetRecord], set[str]]:
@@ -188,7 +194,7 @@ async def synchronize(store: Datastore, gateway: PluginGateway, catalog: Catalog
         return resources, targets, busy_stacks(store)
 
     resources, targets, busy = await asyncio.to_thread(load)
-    run = SyncPass(store, gateway, catalog, targets, busy, discovery)
+    run = SyncPass(store, gateway, catalog, targets, busy, discovery, health)
     pending: Iterator[ResourceVersion] = iter(resources)
 
     async def worker() -> None:
@@ -197,6 +203,7 @@ async def synchronize(store: Datastore, gateway: PluginGateway, catalog: Catalog
 
     await asyncio.gather(*(worker() for _ in range(min(WORKERS, len(resources)))))
     await run.flush()
+    await run.health.record(store)
     command_id = await patiently(run.finish)
     tally = run.tally
     log.info("synchronization: %d resources read in %.1f s; %d new versions, %d deleted, %d evicted, %d skipped",

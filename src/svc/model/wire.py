@@ -173,6 +173,7 @@ class TargetView(Wire):
     ConfigSchema: dict[str, Any] | None = None
     Discoverable: bool = False
     Version: int | None = None
+    Reaping: dict[str, Any] | None = None  # {Kind: never} | {Kind: after, MaxUnreachableSeconds}
 
 
 class ErrorBody(Wire):
@@ -222,3 +223,5 @@ class StatsView(Wire):
     Targets: dict[str, int] = Field(default_factory=dict)
     ResourceTypes: dict[str, int] = Field(default_factory=dict)
     Plugins: list[PluginInfo] = Field(default_factory=list)
+    ReapPendingTargets: int = 0  # unreachable targets a reap policy applies to
+    ReapedTargets: int = 0

@@ -40,6 +40,13 @@ async def synchronize(request: Request) -> dict[str, Any]:
     return {"CommandId": await _run(deps.service(request).run_synchronization())}
 
 
+@router.post("/admin/reap", summary="Run a target-reaper tick now: reap the targets unreachable for longer than their "
+                                    "ReapAfter allows. 200 with {ReapedTargets, ReapPendingTargets} (target labels).")
+async def reap(request: Request) -> dict[str, Any]:
+    report = await _run(deps.service(request).run_reap())
+    return report.to_json()
+
+
 @router.post("/admin/check-ttl", summary="Run the TTL sweep now: destroy the stacks whose TTL policy expired. 200 with "
                                          "{expired_stacks, command_ids}.")
 async def check_ttl(request: Request) -> dict[str, Any]:

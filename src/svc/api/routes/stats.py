@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -31,8 +32,15 @@ async def stats(request: Request) -> dict[str, Any]:
         UnmanagedResources=by_namespace(counts.unmanaged_by_type), Targets=dict(counts.targets_by_namespace),
         ResourceTypes=dict(sorted(resource_types.items())),
         Plugins=plugin_infos(request.app.state.config, info.plugin_versions, managed),
+        ReapPendingTargets=counts.reap_pending_targets, ReapedTargets=counts.reaped_targets,
     )
     return view.to_json()
+
+
+def node_name(namespace: str) -> str:
+    """Where the plugin runs, named as the reference names its plugin nodes: a process of its own on the agent's
+    host (``svc.plugins.host``)."""
+    return f"svc-plugin-{namespace.lower()}@{socket.gethostname()}"
 
 
 def _nanoseconds(value: timedelta) -> int:
@@ -54,6 +62,7 @@ def _plugin_info(plugin: ResourcePluginConfig, versions: Mapping[str, str],
     return wire.PluginInfo(
         Namespace=namespace,
         Version=versions.get(namespace, "not installed"),
+        NodeName=node_name(namespace),
         MaxRequestsPerSecond=plugin.rate_limit.max_requests_per_second_for_namespace if plugin.rate_limit else 0,
         ResourceCount=managed_by_namespace.get(namespace, 0),
         ResourceTypesToDiscover=list(plugin.resource_types_to_discover or ()) or None,

@@ -76,6 +76,9 @@ class TargetChange:
     discoverable: bool = False
     existing_config: Json | None = None
     existing_discoverable: bool | None = None
+    reap_kind: str | None = None  # after | never | None (the agent's default)
+    reap_after_seconds: int | None = None
+    recovered: bool = False  # the target was reaped: declaring it brings it and its resources back
 
     @property
     def starts_discovery(self) -> bool:
