@@ -107,7 +107,13 @@ def test_resources_as_a_forma_with_stacks_targets_policies_and_references(seeded
                                             "$stack": "prod", "$property": "Name", "$value": "n1"}
     assert sub["ReadOnlyProperties"] == {"Arn": "arn:sub-1"} and sub["Group"] == "g1"
     assert (sub["NativeID"], sub["Ksuid"], sub["Managed"], sub["Target"]) == ("sub-1", ids["sub"], True, "eu")
-    assert by_label["net"]["Schema"] == NET_SCHEMA
+    # Stored compact, answered with every default written out: a Go client reads a missing flag as false.
+    unset = {"WriteOnly": False, "Required": False, "RequiredOnCreate": False, "RequiredOnUpdate": False,
+             "HasProviderDefault": False, "Opaque": False, "AttachesTo": False, "EdgeKind": "default",
+             "UpdateMethod": "", "IndexField": "", "Format": ""}
+    assert by_label["net"]["Schema"] == {**NET_SCHEMA, "Hints": {"Name": {"CreateOnly": True, **unset}},
+                                         "Discoverable": True, "Extractable": True, "Portable": False, "Parent": "",
+                                         "ParentMappings": []}
     assert "Managed" not in by_label["stray"]  # the reference omits Managed when false
     stacks = {stack["Label"]: stack for stack in forma["Stacks"]}
     assert set(stacks) == {"prod", "dev"}  # "$unmanaged" was never declared: no stack to show

@@ -190,7 +190,9 @@ def test_a_shared_policy_is_planned_attached_listed_and_detached(world: World) -
     command = applied(world, path)
     assert [(u["PolicyLabel"], u["Operation"], u.get("StackLabel")) for u in command["PolicyUpdates"]] == [
         ("long", "create", None), ("long", "attach", "sharing")]
-    assert stacks(world)["sharing"]["Policies"] == [{"$ref": "policy://long"}]
+    # GET /stacks shows an attached standalone policy in full, as the original clients read it.
+    assert stacks(world)["sharing"]["Policies"] == [{"Type": "ttl", "Label": "long", "TTLSeconds": 86400,
+                                                     "OnDependents": "cascade"}]
     listed = httpx.get(f"{world.api}/policies").json()
     assert listed == [{"Label": "long", "Type": "ttl", "AttachedStacks": ["sharing"],
                        "Config": {"Type": "ttl", "Label": "long", "TTLSeconds": 86400, "OnDependents": "cascade"}}]

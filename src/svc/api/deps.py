@@ -26,12 +26,14 @@ def service(request: Request) -> CommandService:
     return request.app.state.service
 
 
-def caller(request: Request) -> Caller:
-    """The CLI's persistent id (``Client-ID``, required on command endpoints) and the authenticated user."""
+def caller(request: Request, *, required: bool = True) -> Caller:
+    """The CLI's persistent id (``Client-ID``: required on command endpoints; elsewhere, as on ``POST
+    /stacks/{stack}/reconcile`` which the original clients call without one, it may be absent: "") and the
+    authenticated user."""
     client_id = request.headers.get(CLIENT_ID_HEADER, "").strip()
-    if not client_id:
+    if not client_id and required:
         raise bad_request("Client-ID header is required")
-    if len(client_id) > _MAX_CLIENT_ID or not client_id.isprintable():
+    if len(client_id) > _MAX_CLIENT_ID or not client_id.isprintable():  # "" is printable
         raise bad_request(f"Client-ID header must be at most {_MAX_CLIENT_ID} printable characters")
     subject = request.scope.get("state", {}).get("subject")
     return Caller(client_id=client_id, subject=subject)

@@ -15,6 +15,7 @@ from typing import Any
 from svc.datastore import Datastore
 from svc.model import wire
 from svc.model.records import ResourceSummary, ResourceVersion
+from svc.model.schema_cache import written_out
 
 _REF = re.compile(r"^[a-z][a-z0-9+.-]*://(?P<ksuid>[0-9A-Za-z]{27})#/?(?P<property>.*)$")
 # Bookkeeping of the engine that means nothing to a reader of the forma.
@@ -59,7 +60,8 @@ def _untranslate(value: Any, lookup: Lookup) -> Any:
 def resource_json(resource: ResourceVersion, lookup: Lookup) -> dict[str, Any]:
     document = resource.document
     out: dict[str, Any] = {"Label": resource.label, "Type": resource.type, "Stack": resource.stack,
-                           "Target": resource.target, "Schema": document.get("Schema", {}),
+                           "Target": resource.target,
+                           "Schema": written_out(document.get("Schema") or {"Identifier": ""}),
                            "Properties": _untranslate(dict(resource.properties), lookup)}
     if resource.read_only_properties:
         out["ReadOnlyProperties"] = dict(resource.read_only_properties)

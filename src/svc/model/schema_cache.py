@@ -47,6 +47,20 @@ def schema_of(document: dict[str, Any]) -> Schema:
 
 
 @functools.lru_cache(maxsize=_CACHED)
+def _written_out(text: str) -> dict[str, Any]:
+    document = _parse(text).model_dump(mode="json", by_alias=True)
+    if not document.get("OpaquePaths"):
+        document.pop("OpaquePaths", None)
+    return document
+
+
+def written_out(document: dict[str, Any]) -> dict[str, Any]:
+    """A stored (compact) schema document with every default written out, as answers show it: the reference's
+    clients read a missing ``Discoverable``/``Extractable`` or hint flag as false (shared: do not modify it)."""
+    return _written_out(_text(document))
+
+
+@functools.lru_cache(maxsize=_CACHED)
 def _opaque(text: str) -> OpaqueFields:
     return opaque_fields(_parse(text))
 

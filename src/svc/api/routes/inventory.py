@@ -111,14 +111,15 @@ async def resource_by_ksuid(request: Request, ksuid: str) -> JSONResponse:
     return JSONResponse(found)
 
 
-@router.get("/stacks", summary="Every stack with its policies.")
+@router.get("/stacks", summary="Every stack with its policies (standalone ones it is attached to in full too, as "
+                           "the original clients show them).")
 async def list_stacks(request: Request, max_results: str | None = None) -> StreamingResponse:
     store = deps.datastore(request)
 
     def fetch(cursor: str | None, size: int) -> Page[dict[str, Any]]:
         page = store.list_stacks(cursor=cursor, limit=size)
-        return Page(tuple(stack_json(stack, stack_policies(store, stack)[0]) for stack in page.items),
-                    page.next_cursor)
+        return Page(tuple(stack_json(stack, stack_policies(store, stack, attached_in_full=True)[0])
+                          for stack in page.items), page.next_cursor)
 
     listing = await PagedList.open(fetch, _limit(max_results))
     if listing.empty:

@@ -58,10 +58,10 @@ async def stack_drift(request: Request, stack: str) -> dict[str, Any]:
              summary="Auto-reconcile the stack now: re-apply its last reconcile with force, reverting drift. Needs "
                      "an auto-reconcile policy on the stack (else 403 ReconcilePolicyRequired); 409 "
                      "ConflictingCommands while a command is busy with it; 200 {message: \"no drift detected\"} "
-                     "or 202 {command_id}.")
+                     "or 202 {command_id}. Client-ID is optional here (the original clients send none).")
 async def reconcile_stack(request: Request, stack: str) -> JSONResponse:
     try:
-        command_id = await deps.service(request).reconcile_stack(stack, deps.caller(request))
+        command_id = await deps.service(request).reconcile_stack(stack, deps.caller(request, required=False))
     except JobNotRunning:
         raise HttpProblem(503, {"message": "this agent runs no auto-reconciler"}) from None
     if command_id is None:
