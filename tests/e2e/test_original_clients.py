@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ import httpx
 import pytest
 
 from support.fake_world import World, fake_world
+from svc.config.model import DatastoreConfig
+from svc.datastore import open_datastore
 from svc.forma import evaluate_forma
 from svc.ids import new_id
 
@@ -145,15 +148,16 @@ class Clients:
     def post(self, path: str, *, client_id: bool = False, **params: str) -> httpx.Response:
         return httpx.post(f"{self.api}{path}", params=params, headers=CLIENT if client_id else {}, timeout=TIMEOUT)
 
-    def submit(self, command: str, forma: Path | None = None, *, headers: dict[str, str] | None = None,
-               **fields: str) -> httpx.Response:
-        """``POST /commands`` as the CLI's ``SubmitCommand``: a multipart body of form fields, and the forma as a
-        file part when there is one."""
+    def submit(self, command: str, forma: Path | dict[str, Any] | None = None, *,
+               headers: dict[str, str] | None = None, **fields: str) -> httpx.Response:
+        """``POST /commands`` as the CLI's ``SubmitCommand``: a multipart body of form fields, and the forma (a
+        file evaluated as the CLI evaluates it, or its JSON) as a file part when there is one."""
         parts: list[tuple[str, tuple[str | None, bytes, str | None]]] = [
             (name, (None, value.encode(), None)) for name, value in {"command": command, **fields}.items()]
+        if isinstance(forma, Path):
+            forma = evaluate_forma(forma, command=command, mode=fields.get("mode", "reconcile")).to_json()
         if forma is not None:
-            document = evaluate_forma(forma, command=command, mode=fields.get("mode", "reconcile")).to_json()
-            parts.append(("file", ("forma.json", json.dumps(document).encode(), "application/octet-stream")))
+            parts.append(("file", ("forma.json", json.dumps(forma).encode(), "application/octet-stream")))
         return httpx.post(f"{self.api}/commands", files=parts, headers=CLIENT if headers is None else headers,
                           timeout=TIMEOUT)
 
@@ -375,3 +379,42 @@ def test_reconcile_reverts_drift_without_a_client_id(clients: Clients) -> None:
     started = check(clients.post("/stacks/app/reconcile"), 202, {"command_id": str})
     assert clients.finished(started["command_id"])["State"] == "Success"
     assert world.cloud.resources()[native]["properties"]["Value"] == "1"
+
+
+def test_a_reaped_target_is_refused_until_declared_again(clients: Clients) -> None:
+    """The target reaped as the reaper does it (staged in the agent's datastore with a clock of its own: a real
+    one would take hours), then the answers the clients get about it."""
+    world = clients.world
+    store = open_datastore(DatastoreConfig.model_validate({
+        "datastoreType": "sqlite", "sqlite": {"filePath": str(world.directory / "svc.db")},
+        "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
+                     "connectionParams": ""},
+        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}}),
+        migrate=False)
+    try:
+        target = store.get_target("cloud")
+        assert target is not None
+        start = datetime.now(UTC) + timedelta(minutes=1)  # after every observation the agent made itself
+        for step in range(3):
+            assert store.observe_target("cloud", reachable=False, at=start + timedelta(seconds=30 * step), max_gap=60,
+                                        error_code="NetworkFailure")
+        assert store.reap_target("cloud", target.incarnation_id, threshold=60, at=start + timedelta(seconds=61))
+    finally:
+        store.close()
+    stats = check(clients.get("/stats"), 200, STATS)
+    assert (stats["ReapedTargets"], stats["ReapPendingTargets"], stats["Targets"]) == (1, 0, {})
+    check(clients.get("/targets", query="label:cloud"), 404, NOT_FOUND)
+    check(clients.get("/resources", query="stack:app"), 404, NOT_FOUND)
+
+    declared = write_forma(world, "again.pkl", *BASE[:2])
+    undeclared = {**evaluate_forma(declared, command="apply", mode="reconcile").to_json(), "Targets": []}
+    refused = check(clients.submit("apply", undeclared, mode="reconcile", simulate="false", force="false"), 409,
+                    {"error": str, "data": {"TargetLabels": [str]}})
+    assert (refused["error"], refused["data"]) == ("TargetReaped", {"TargetLabels": ["cloud"]})
+
+    recovered = check(clients.apply(declared), 202, SUBMIT)
+    assert clients.finished(recovered["CommandId"])["State"] == "Success"
+    forma = check(clients.get("/resources", query="stack:app"), 200, FORMA)
+    assert sorted(r["Label"] for r in forma["Resources"]) == ["a", "b"]
+    stats = check(clients.get("/stats"), 200, STATS)
+    assert (stats["ReapedTargets"], stats["Targets"]) == (0, {"FAKE": 1})
