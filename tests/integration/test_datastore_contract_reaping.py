@@ -151,3 +151,16 @@ def test_declaring_a_reaped_target_again_recovers_it_and_its_resources(datastore
     assert again is not None and again.version == resource.version and again.operation == "update"
     assert datastore.get_resource(taken.ksuid) is None
     assert datastore.reaped_targets(["eu"]) == set() and len(datastore.reap_audit("eu")) == 1
+
+
+def test_deleting_a_reaped_target_ends_its_resources(datastore: Datastore) -> None:
+    datastore.put_target(TargetWrite("eu", "FAKE", {}))
+    resource = datastore.store_resource(bucket("a"))
+    incarnation = unreachable_for(datastore, "eu", 120)
+    assert datastore.reap_target("eu", incarnation, threshold=60, at=at(130)) is not None
+    assert datastore.delete_target("eu")  # a destroy of the reaped target
+    assert datastore.list_reaped_resources("eu") == []
+    [history] = datastore.resource_history(resource.ksuid).items
+    assert history.deleted and history.operation == "delete"
+    datastore.put_target(TargetWrite("eu", "FAKE", {}))  # a new target of that name brings nothing back
+    assert datastore.get_resource(resource.ksuid) is None

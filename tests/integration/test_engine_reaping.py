@@ -2,7 +2,7 @@
 listings that fail with NetworkFailure make a target unreachable, reaper ticks accrue its time, and past its
 ReapAfter it is reaped with its resources (stack cleaned up, nothing synchronized any more, an apply on it without
 declaring it refused with TargetReaped); declaring it again recovers the same resources without creating them
-twice. NeverReap keeps a target however long it is unreachable."""
+twice, destroying it forgets them without a plugin call. NeverReap keeps a target however long it is unreachable."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from svc_plugin_fake import FakeCloud
 
-from support.engine import CALLER, applied, fake_forma, item, reconciled, run
+from support.engine import CALLER, TIMEOUT, applied, fake_forma, item, reconciled, run, shown
 from svc.datastore import Datastore
 from svc.engine.discovery import discover
 from svc.engine.engine import Engine
 from svc.engine.errors import TargetReaped
 from svc.engine.reaper import TargetReaper
-from svc.engine.service import ApplyRequest
+from svc.engine.service import ApplyRequest, DestroyRequest
 from svc.engine.sync import synchronize
 from svc.engine.target_health import ReapSettings
 from svc.model.forma import Forma
@@ -118,5 +118,32 @@ def test_never_reap_keeps_an_unreachable_target(datastore: Datastore, tmp_path: 
         target = datastore.get_target("cloud")
         assert target.health_state == "unreachable" and target.reap_kind == "never"
         assert [r.label for r in datastore.list_resources().items] == ["a"] and datastore.reap_audit() == []
+
+    run(datastore, tmp_path, scenario)
+
+
+def test_destroying_a_reaped_target_forgets_its_resources_without_calling_the_cloud(datastore: Datastore,
+                                                                                     tmp_path: Path) -> None:
+    cloud = FakeCloud(tmp_path / "cloud.db")
+    forma = fake_forma(cloud.path, [item("a", "1")])
+    clock = Clock()
+    health = settings(clock)
+
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, forma)
+        cloud.set_knob("fail", UNREACHABLE)
+        for _ in range(3):
+            await synchronize(datastore, engine.gateway, engine.catalog, health=health)
+            clock.advance(30)
+        target = datastore.get_target("cloud")
+        assert datastore.reap_target("cloud", target.incarnation_id, threshold=60, at=clock()) is not None
+        deletes = len(cloud.calls("delete"))
+        targets_only = Forma.model_validate({**forma.to_json(), "Resources": [], "Stacks": []})
+        response = await shown(engine).destroy(DestroyRequest(forma=targets_only), CALLER)
+        assert response.Simulation.ChangesRequired
+        view = await shown(engine).wait(response.CommandId, TIMEOUT)
+        assert view is not None and view.State == "Success" and not view.ResourceUpdates
+        assert datastore.get_target("cloud") is None and datastore.list_reaped_resources("cloud") == []
+        assert len(cloud.calls("delete")) == deletes  # nothing to ask an unreachable cloud
 
     run(datastore, tmp_path, scenario)

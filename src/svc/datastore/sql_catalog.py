@@ -11,7 +11,7 @@ from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
 from svc.datastore.query import FieldKind, QueryFields, parse_query
 from svc.datastore.query_sql import conditions, matcher
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
-from svc.datastore.sql_reaping import HEALTH_COLUMNS, revive_resources
+from svc.datastore.sql_reaping import HEALTH_COLUMNS, forget_reaped_resources, revive_resources
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, policies, stack_policies, stacks, targets
 from svc.ids import new_id
 from svc.model.records import Page, PolicyRecord, PolicyWrite, StackRecord, TargetFilter, TargetRecord, TargetWrite
@@ -169,8 +169,10 @@ class CatalogStore(SqlBase):
         return self.write_retrying(work)
 
     def delete_target(self, label: str) -> bool:
-        """Removes the target and all its versions (targets keep no history once gone)."""
+        """Removes the target and all its versions (targets keep no history once gone); the resources set aside
+        when it was reaped become delete tombstones."""
         with self.write() as conn:
+            forget_reaped_resources(conn, label)
             return conn.execute(sa.delete(t).where(t.c.label == label)).rowcount > 0
 
     def get_target(self, label: str) -> TargetRecord | None:

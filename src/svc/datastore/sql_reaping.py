@@ -24,6 +24,7 @@ from svc.datastore.sql_resources import version_of_row
 from svc.datastore.tables import (
     HEAD_LIVE,
     HEAD_REAPED,
+    HEAD_TOMBSTONE,
     commands,
     head_is,
     resource_changes,
@@ -72,6 +73,14 @@ def revive_resources(conn: sa.Connection, label: str) -> int:
     revived = conn.execute(sa.update(r).where(r.c.target == label, head_is(r.c.head, HEAD_REAPED), ~taken)
                            .values(head=HEAD_LIVE, operation="update"))
     return int(revived.rowcount)
+
+
+def forget_reaped_resources(conn: sa.Connection, label: str) -> int:
+    """The reaped resources of ``label`` become delete tombstones (the target is deleted, in the caller's
+    transaction): a destroy of a reaped target ends them, history kept."""
+    forgotten = conn.execute(sa.update(r).where(r.c.target == label, head_is(r.c.head, HEAD_REAPED))
+                             .values(head=HEAD_TOMBSTONE, operation="delete"))
+    return int(forgotten.rowcount)
 
 
 class ReapingStore(SqlBase):

@@ -122,7 +122,8 @@ class Admission:
 
     async def _plan(self, request: PlanRequest, reconcile_stacks: set[str]) -> Changeset:
         def work() -> Changeset:
-            inventory = self._inventory(reconcile_stacks, request.forma)
+            # An apply that declares a reaped target recovers its resources; a destroy forgets them (DB only).
+            inventory = self._inventory(reconcile_stacks, request.forma if request.command == "apply" else None)
             inventory.policies = stored_policies(self.store, request.forma)
             return plan(request, inventory, self.catalog, new_id)
 
