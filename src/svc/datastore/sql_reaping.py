@@ -67,9 +67,12 @@ def revive_resources(conn: sa.Connection, label: str) -> int:
     """The reaped resources of ``label`` live again (its recovery, in the caller's transaction), except one
     whose native id or managed label another live resource took meanwhile (that one stays reaped)."""
     other = r.alias("other")
-    taken = sa.exists().where(head_is(other.c.head, HEAD_LIVE), other.c.type == r.c.type, sa.or_(
-        sa.and_(r.c.native_id.is_not(None), other.c.native_id == r.c.native_id),
-        sa.and_(r.c.managed, other.c.managed, other.c.stack == r.c.stack, other.c.label == r.c.label)))
+    # Two lookups, each one a live-row index can answer (an OR of both scanned the table for every row).
+    native_taken = sa.exists().where(head_is(other.c.head, HEAD_LIVE), other.c.type == r.c.type,
+                                     other.c.native_id == r.c.native_id)
+    label_taken = sa.exists().where(head_is(other.c.head, HEAD_LIVE), other.c.stack == r.c.stack,
+                                    other.c.type == r.c.type, other.c.label == r.c.label, other.c.managed)
+    taken = sa.or_(native_taken, sa.and_(r.c.managed, label_taken))
     revived = conn.execute(sa.update(r).where(r.c.target == label, head_is(r.c.head, HEAD_REAPED), ~taken)
                            .values(head=HEAD_LIVE, operation="update"))
     return int(revived.rowcount)
