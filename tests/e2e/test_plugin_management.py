@@ -99,6 +99,12 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         agent.stop()
 
 
+def running_plugins(deployment: Deployment) -> dict[str, str]:
+    """``GET /stats``' plugins (namespace → version), as ``svc status agent`` shows them."""
+    stats = httpx.get(f"{deployment.api}/stats", timeout=30).json()
+    return {plugin["Namespace"]: plugin["Version"] for plugin in stats.get("Plugins") or []}
+
+
 def test_install_apply_update_and_uninstall_without_a_restart(deployment: Deployment) -> None:
     pid = deployment.agent.process.pid if deployment.agent.process else None
     refused = deployment.apply("before")
@@ -112,6 +118,7 @@ def test_install_apply_update_and_uninstall_without_a_restart(deployment: Deploy
     assert (deployment.environment.site_packages / "svc_plugin_local").is_dir()  # the throwaway env, not ours
     listed = {p["namespace"]: p for p in httpx.get(f"{deployment.api}/plugins").json()["plugins"]}
     assert listed["LOCAL"]["loadStatus"] == "running" and listed["LOCAL"]["installedVersion"] == OLD
+    assert running_plugins(deployment) == {"LOCAL": OLD}  # stats list it too, with the version installed
 
     applied = deployment.apply("first")
     assert applied.returncode == 0, applied.stdout + applied.stderr
@@ -123,6 +130,7 @@ def test_install_apply_update_and_uninstall_without_a_restart(deployment: Deploy
                                        "namespaces": ["LOCAL"]}], "requiresRestart": False}
     listed = {p["namespace"]: p for p in httpx.get(f"{deployment.api}/plugins").json()["plugins"]}
     assert listed["LOCAL"]["installedVersion"] == NEW and listed["LOCAL"]["loadStatus"] == "running"
+    assert running_plugins(deployment) == {"LOCAL": NEW}
     again = deployment.apply("second")
     assert again.returncode == 0, again.stdout + again.stderr
     assert (deployment.work / "root" / "todo.txt").read_text() == "second\n"
@@ -133,6 +141,7 @@ def test_install_apply_update_and_uninstall_without_a_restart(deployment: Deploy
     assert removed.returncode == 0, removed.stdout + removed.stderr
     assert f"{LOCAL} uninstalled {NEW}" in removed.stdout
     assert deployment.environment.installed(LOCAL) is None
+    assert running_plugins(deployment) == {}
     # The CLI (same environment) no longer has the schema; the agent refuses the type as unknown.
     forma = {"Resources": [{**resource, "Properties": {**resource["Properties"], "Content": "third\n"}}
                            for resource in stored["Resources"]]}

@@ -192,6 +192,8 @@ class HostedPlugin:
         else:
             state = "running" if alive and self._ready.is_set() else "restarting"
         info: Json = {"state": state, "restarts": self.restarts, "inFlight": process.in_flight if alive else 0}
+        if self.version:
+            info["version"] = self.version
         if alive and process is not None:
             info["pid"] = process.pid
         if self.started_at is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -21,6 +21,7 @@ router = APIRouter()
 @router.get("/stats", summary="The agent's version, id and counts.", response_model_exclude_none=True)
 async def stats(request: Request) -> dict[str, Any]:
     info = request.app.state.info
+    running = deps.service(request).plugin_processes()  # installed or updated since the agent started too
     counts: DatastoreCounts = await deps.in_thread(deps.datastore(request).counts)
     managed = by_namespace(counts.managed_by_type)
     resource_types = dict(counts.managed_by_type)
@@ -31,7 +32,8 @@ async def stats(request: Request) -> dict[str, Any]:
         States=dict(counts.command_states), Stacks=counts.stacks, Resources=managed,
         UnmanagedResources=by_namespace(counts.unmanaged_by_type), Targets=dict(counts.targets_by_namespace),
         ResourceTypes=dict(sorted(resource_types.items())),
-        Plugins=plugin_infos(request.app.state.config, info.plugin_versions, managed),
+        Plugins=plugin_infos(request.app.state.config, {**info.plugin_versions, **_running_versions(running)},
+                             managed, running=running),
         ReapPendingTargets=counts.reap_pending_targets, ReapedTargets=counts.reaped_targets,
     )
     return view.to_json()
@@ -47,12 +49,19 @@ def _nanoseconds(value: timedelta) -> int:
     return int(value.total_seconds() * 1_000_000_000)
 
 
-def plugin_infos(config: AgentConfig, versions: Mapping[str, str],
-                 managed_by_namespace: dict[str, int]) -> list[wire.PluginInfo]:
-    """The enabled resource plugins of the config, with their installed versions (``versions``: upper-case
-    namespace → version) and managed counts."""
-    return [_plugin_info(plugin, versions, managed_by_namespace)
-            for plugin in config.resource_plugins if plugin.enabled]
+def _running_versions(running: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    return {namespace: str(process["version"]) for namespace, process in running.items() if process.get("version")}
+
+
+def plugin_infos(config: AgentConfig, versions: Mapping[str, str], managed_by_namespace: dict[str, int],
+                 running: Iterable[str] = ()) -> list[wire.PluginInfo]:
+    """The enabled resource plugins of the config, then those the agent runs that the config does not name
+    (installed while it runs), with their installed versions (``versions``: upper-case namespace → version)
+    and managed counts."""
+    configured = [plugin for plugin in config.resource_plugins if plugin.enabled]
+    unnamed = sorted({name.upper() for name in running} - {plugin.type.upper() for plugin in config.resource_plugins})
+    defaults = [ResourcePluginConfig(type=namespace, enabled=True, discovery_filters=()) for namespace in unnamed]
+    return [_plugin_info(plugin, versions, managed_by_namespace) for plugin in [*configured, *defaults]]
 
 
 def _plugin_info(plugin: ResourcePluginConfig, versions: Mapping[str, str],
