@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from support.aws import aws_agent, isolated_aws_home, target_pkl
-from support.cloudcontrol.client import StandIn, start_cloudcontrol
+from support.cloudcontrol.client import StandIn
 from support.moto import moto_server
 from support.processes import Agent, free_port, run_svc
 
@@ -78,14 +79,14 @@ class Path_:
 
 
 @pytest.fixture(scope="module")
-def cloud_control(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path_, StandIn]]:
+def cloud_control(tmp_path_factory: pytest.TempPathFactory,
+                  cloudcontrol_server: StandIn) -> Iterator[tuple[Path_, StandIn]]:
     directory = tmp_path_factory.mktemp("aws-cloudcontrol")
-    with isolated_aws_home(directory), start_cloudcontrol(directory / "standin.log") as standin:
-        # Everything through Cloud Control, and any other AWS call to a closed port: nothing leaves this machine.
-        env = {"SVC_AWS_CLOUD_CONTROL_TYPES": "*", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
-               **standin.environment()}
-        with aws_agent(directory, env) as agent:
-            yield Path_(agent, 'new aws.Config { region = "us-east-1" }', directory), standin
+    # Everything through Cloud Control, and any other AWS call to a closed port: nothing leaves this machine.
+    env = {"SVC_AWS_CLOUD_CONTROL_TYPES": "*", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+           **cloudcontrol_server.environment()}
+    with isolated_aws_home(directory), aws_agent(directory, env) as agent:
+        yield Path_(agent, 'new aws.Config { region = "us-east-1" }', directory), cloudcontrol_server
 
 
 def test_a_forma_is_applied_reapplied_changed_and_destroyed_through_cloud_control(
@@ -138,3 +139,36 @@ def test_a_forma_valid_for_both_paths_plans_identically(cloud_control: tuple[Pat
             path.svc("destroy", str(path.forma()), "--yes", "--wait")
     assert plans[0] == plans[1]
     assert {(operation, label) for operation, _, label, _ in plans[0]} == {("update", "logs"), ("update", "orders")}
+
+
+def test_discovery_lists_every_type_through_cloud_control(cloud_control: tuple[Path_, StandIn]) -> None:
+    path, standin = cloud_control
+    target = path.directory / "target.pkl"  # discovery lists the targets the agent knows
+    target.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'
+                      f'forma {{\n  new svc.Target {{ label = "aws"; config = {path.target} }}\n}}\n')
+    registered = path.svc("apply", "--mode", "patch", str(target), "--yes", "--wait")
+    assert registered.returncode == 0, registered.stdout + registered.stderr
+    queue = standin.put_resource("AWS::SQS::Queue", {"QueueName": "found"})["Identifier"]
+    standin.put_resource("AWS::Logs::LogGroup", {"LogGroupName": "agent-logs",
+                                                 "Tags": [{"Key": "svc:agent", "Value": "true"}]})
+    vpc = standin.put_resource("AWS::EC2::VPC", {"CidrBlock": "10.8.0.0/16"})["Identifier"]
+    subnet = standin.put_resource("AWS::EC2::Subnet", {"VpcId": vpc, "CidrBlock": "10.8.1.0/24"})["Identifier"]
+    standin.answer_error("ListResources", "AccessDeniedException", type_name="AWS::IAM::Role",
+                         message="not authorized to perform cloudformation:ListResources")
+
+    response = httpx.post(f"{path.agent.url}/api/v1/admin/discover", timeout=300)
+    assert response.status_code == 200, response.text
+    report = response.json()
+    listed = path.svc("inventory", "resources", "--query", "managed:false", "--output-consumer", "machine")
+    assert listed.returncode == 0, listed.stderr
+    found = {(r["Type"], r["NativeID"]): r for r in json.loads(listed.stdout)["Resources"]}
+
+    assert ("AWS::SQS::Queue", queue) in found and ("AWS::EC2::VPC", vpc) in found
+    assert not any(native_id == "agent-logs" for _, native_id in found), "the agent's own log group was kept"
+    parent = found[("AWS::EC2::Subnet", subnet)]["Properties"]["VpcId"]
+    assert (parent.get("$value") if isinstance(parent, dict) else parent) == vpc  # a child under its parent
+    assert [entry.split(" ", 1)[0] for entry in report["Denied"]] == ["AWS::IAM::Role"], report
+    lines = [line for line in path.agent.output().splitlines()
+             if "discovery:" in line and "AWS::IAM::Role on target" in line]
+    assert len(lines) == 1 and "AccessDenied" in lines[0], lines
+    assert not report["Errors"], report

@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from support.aws import aws_environment
-from support.cloudcontrol.client import StandIn, start_cloudcontrol
+from support.cloudcontrol.client import StandIn
 from svc.engine.gateway import PluginAccess, PluginGateway
 from svc.engine.operations import Attempt, Guard, RetryPolicy, Step
 from svc.plugins.host import HostedPlugin
@@ -25,18 +25,6 @@ from svc.plugins.sdk import ErrorCode, Json, Progress, ReadResult, Status
 TARGET = {"Type": "AWS", "Region": "us-east-1"}  # no EndpointUrl: AWS_ENDPOINT_URL_CLOUDCONTROL points at the stand-in
 POLICY = RetryPolicy(max_retries=3, retry_delay=0.0, status_interval=0.0, call_timeout=30.0)
 KEY = "AWS::KMS::Key"
-
-
-@pytest.fixture(scope="module")
-def standin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
-    with start_cloudcontrol(tmp_path_factory.mktemp("cloudcontrol") / "standin.log") as running:
-        yield running
-
-
-@pytest.fixture
-def cloud(standin: StandIn) -> StandIn:
-    standin.reset()
-    return standin
 
 
 @dataclass
@@ -78,10 +66,10 @@ async def _ignore(attempt: Attempt, progress: Progress | None) -> None:
     return None
 
 
-def run(cloud: StandIn, tmp_path: Path, scenario: Callable[[Aws], Awaitable[Any]]) -> Any:
+def run(cloudcontrol: StandIn, tmp_path: Path, scenario: Callable[[Aws], Awaitable[Any]]) -> Any:
     """``scenario`` with the AWS plugin in a process of its own, pointed at the stand-in for Cloud Control."""
     state = tmp_path / "plugin-state"
-    env = {**aws_environment(tmp_path), **cloud.environment(), "SVC_PLUGIN_STATE_DIR": str(state)}
+    env = {**aws_environment(tmp_path), **cloudcontrol.environment(), "SVC_PLUGIN_STATE_DIR": str(state)}
 
     async def main() -> Any:
         host = HostedPlugin("AWS", env=env, backoff=0.01, max_backoff=0.05)
@@ -95,19 +83,19 @@ def run(cloud: StandIn, tmp_path: Path, scenario: Callable[[Aws], Awaitable[Any]
     return asyncio.run(main())
 
 
-def stored(cloud: StandIn, resource_type: str) -> dict[str, Json]:
-    return cloud.state()["resources"].get(resource_type, {})
+def stored(cloudcontrol: StandIn, resource_type: str) -> dict[str, Json]:
+    return cloudcontrol.state()["resources"].get(resource_type, {})
 
 
-def calls(cloud: StandIn, operation: str) -> int:
-    return int(cloud.state()["calls"].get(operation, 0))
+def calls(cloudcontrol: StandIn, operation: str) -> int:
+    return int(cloudcontrol.state()["calls"].get(operation, 0))
 
 
 # -- a resource's life -------------------------------------------------------------------------------------------
 
 
-def test_a_key_is_created_read_updated_and_deleted_through_cloud_control(cloud: StandIn, tmp_path: Path) -> None:
-    cloud.set_timing(polls=2)  # each request answers IN_PROGRESS twice: the agent polls
+def test_a_key_is_created_read_updated_and_deleted_through_cloud_control(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    cloudcontrol.set_timing(polls=2)  # each request answers IN_PROGRESS twice: the agent polls
 
     async def scenario(aws: Aws) -> tuple[Progress, ReadResult, Progress, Progress, ReadResult]:
         created = await aws.create(KEY, {"Description": "orders", "EnableKeyRotation": False})
@@ -117,7 +105,7 @@ def test_a_key_is_created_read_updated_and_deleted_through_cloud_control(cloud: 
         deleted = await aws.delete(KEY, created.native_id)
         return created, read, updated, deleted, await aws.read(KEY, created.native_id)
 
-    created, read, updated, deleted, gone = run(cloud, tmp_path, scenario)
+    created, read, updated, deleted, gone = run(cloudcontrol, tmp_path, scenario)
     assert created.status is Status.SUCCESS, created
     assert created.native_id and created.properties is not None
     assert created.properties["KeyId"] == created.native_id  # read-only properties come back
@@ -126,25 +114,25 @@ def test_a_key_is_created_read_updated_and_deleted_through_cloud_control(cloud: 
     assert updated.properties["Description"] == "v2" and updated.properties["EnableKeyRotation"] is False
     assert deleted.status is Status.SUCCESS
     assert gone.error_code is ErrorCode.NOT_FOUND
-    assert stored(cloud, KEY) == {}
-    assert calls(cloud, "GetResourceRequestStatus") >= 6  # three requests, each polled to its end
-    assert calls(cloud, "CreateResource") == calls(cloud, "UpdateResource") == calls(cloud, "DeleteResource") == 1
+    assert stored(cloudcontrol, KEY) == {}
+    assert calls(cloudcontrol, "GetResourceRequestStatus") >= 6  # three requests, each polled to its end
+    assert calls(cloudcontrol, "CreateResource") == calls(cloudcontrol, "UpdateResource") == calls(cloudcontrol, "DeleteResource") == 1
 
 
-def test_an_update_sends_only_what_the_planner_changed(cloud: StandIn, tmp_path: Path) -> None:
+def test_an_update_sends_only_what_the_planner_changed(cloudcontrol: StandIn, tmp_path: Path) -> None:
     async def scenario(aws: Aws) -> Progress:
         created = await aws.create(KEY, {"Description": "a", "Enabled": True})
         await aws.update(KEY, created.native_id, [{"op": "replace", "path": "/Description", "value": "b"}],
                          {"Description": "b", "Enabled": False})  # Enabled differs, but the patch does not say so
         return created
 
-    created = run(cloud, tmp_path, scenario)
-    model = stored(cloud, KEY)[created.native_id]
+    created = run(cloudcontrol, tmp_path, scenario)
+    model = stored(cloudcontrol, KEY)[created.native_id]
     assert model["Description"] == "b" and model["Enabled"] is True
 
 
-def test_a_compound_identifier_is_the_values_joined_with_a_bar(cloud: StandIn, tmp_path: Path) -> None:
-    cloud.put_resource("AWS::Logs::LogGroup", {"LogGroupName": "app"})
+def test_a_compound_identifier_is_the_values_joined_with_a_bar(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    cloudcontrol.put_resource("AWS::Logs::LogGroup", {"LogGroupName": "app"})
 
     async def scenario(aws: Aws) -> tuple[Progress, ReadResult, Progress]:
         created = await aws.create("AWS::Logs::LogStream", {"LogGroupName": "app", "LogStreamName": "web"})
@@ -154,61 +142,57 @@ def test_a_compound_identifier_is_the_values_joined_with_a_bar(cloud: StandIn, t
                                    [{"op": "add", "path": "/Extra", "value": "x"}], {})
         return created, read, refused
 
-    created, read, refused = run(cloud, tmp_path, scenario)
+    created, read, refused = run(cloudcontrol, tmp_path, scenario)
     assert created.status is Status.SUCCESS and created.native_id == "app|web"
     assert read.properties == {"LogGroupName": "app", "LogStreamName": "web"}
     assert refused.status is Status.FAILURE and refused.error_code is ErrorCode.INVALID_REQUEST, refused
-    assert calls(cloud, "UpdateResource") == 1
+    assert calls(cloudcontrol, "UpdateResource") == 1
 
 
-def test_a_resource_already_gone_is_deleted(cloud: StandIn, tmp_path: Path) -> None:
+def test_a_resource_already_gone_is_deleted(cloudcontrol: StandIn, tmp_path: Path) -> None:
     async def scenario(aws: Aws) -> Progress:
         created = await aws.create(KEY, {"Description": "short-lived"})
-        cloud.delete_resource(KEY, created.native_id)
+        cloudcontrol.delete_resource(KEY, created.native_id)
         return await aws.delete(KEY, created.native_id)
 
-    assert run(cloud, tmp_path, scenario).status is Status.SUCCESS
+    assert run(cloudcontrol, tmp_path, scenario).status is Status.SUCCESS
 
 
 # -- lists ------------------------------------------------------------------------------------------------------
 
 
-def test_children_are_listed_by_their_parents_model_page_by_page(cloud: StandIn, tmp_path: Path) -> None:
-    cloud.set_timing(page_size=2)  # Cloud Control's own pages are small: the handler follows NextToken
-    balancers = [cloud.put_resource("AWS::ElasticLoadBalancingV2::LoadBalancer", {"Name": f"lb-{n}"})["Identifier"]
-                 for n in range(2)]
-    action = [{"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "200"}}]
-    listeners: dict[str, set[str]] = {arn: set() for arn in balancers}
-    for arn in balancers:
-        for port in (80, 443, 8080):
-            listener = cloud.put_resource("AWS::ElasticLoadBalancingV2::Listener",
-                                          {"LoadBalancerArn": arn, "Port": port, "Protocol": "HTTP",
-                                           "DefaultActions": action})
-            listeners[arn].add(listener["Identifier"])
+def test_children_are_listed_by_their_parents_model_page_by_page(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    cloudcontrol.set_timing(page_size=2)  # Cloud Control's own pages are small: the handler follows NextToken
+    groups = [cloudcontrol.put_resource("AWS::Logs::LogGroup", {"LogGroupName": f"app-{n}"})["Identifier"]
+              for n in range(2)]
+    streams = {group: {cloudcontrol.put_resource("AWS::Logs::LogStream",
+                                                 {"LogGroupName": group, "LogStreamName": f"s-{n}"})["Identifier"]
+                       for n in range(3)} for group in groups}
+    keys = {cloudcontrol.put_resource(KEY, {"Description": f"k{n}"})["Identifier"] for n in range(5)}
 
     async def scenario(aws: Aws) -> tuple[list[str], dict[str, list[str]]]:
-        top = await aws.list("AWS::ElasticLoadBalancingV2::LoadBalancer", page_size=1)
-        children = {arn: await aws.list("AWS::ElasticLoadBalancingV2::Listener", {"LoadBalancerArn": arn})
-                    for arn in balancers}
+        top = await aws.list(KEY, page_size=2)  # the agent's pages, too
+        children = {group: await aws.list("AWS::Logs::LogStream", {"LogGroupName": group}) for group in groups}
         return top, children
 
-    top, children = run(cloud, tmp_path, scenario)
-    assert sorted(top) == sorted(balancers)
-    assert {arn: set(found) for arn, found in children.items()} == listeners
+    top, children = run(cloudcontrol, tmp_path, scenario)
+    assert sorted(top) == sorted(keys)
+    assert {group: set(found) for group, found in children.items()} == streams
+    assert streams[groups[0]] == {"app-0|s-0", "app-0|s-1", "app-0|s-2"}
 
 
-def test_a_throttled_listing_is_retried_and_a_denied_one_fails_with_its_code(cloud: StandIn, tmp_path: Path) -> None:
-    cloud.put_resource(KEY, {"Description": "listed"})
-    cloud.throttle(next_calls=3, operations=["ListResources"])  # more than botocore's own retry absorbs
+def test_a_throttled_listing_is_retried_and_a_denied_one_fails_with_its_code(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    cloudcontrol.put_resource(KEY, {"Description": "listed"})
+    cloudcontrol.throttle(next_calls=3, operations=["ListResources"])  # more than botocore's own retry absorbs
 
     async def scenario(aws: Aws) -> tuple[list[str], PluginCallError]:
         listed = await aws.list(KEY)
-        cloud.answer_error("ListResources", "AccessDeniedException", type_name="AWS::Lambda::Function")
+        cloudcontrol.answer_error("ListResources", "AccessDeniedException", type_name="AWS::Lambda::Function")
         with pytest.raises(PluginCallError) as denied:
             await aws.list("AWS::Lambda::Function")
         return listed, denied.value
 
-    listed, denied = run(cloud, tmp_path, scenario)
+    listed, denied = run(cloudcontrol, tmp_path, scenario)
     assert len(listed) == 1
     assert denied.code is ErrorCode.ACCESS_DENIED
 
@@ -216,49 +200,49 @@ def test_a_throttled_listing_is_retried_and_a_denied_one_fails_with_its_code(clo
 # -- faults -----------------------------------------------------------------------------------------------------
 
 
-def test_throttling_is_retried_by_the_agent_and_the_create_succeeds_once(cloud: StandIn, tmp_path: Path) -> None:
-    cloud.throttle(next_calls=3, operations=["CreateResource"])
+def test_throttling_is_retried_by_the_agent_and_the_create_succeeds_once(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    cloudcontrol.throttle(next_calls=3, operations=["CreateResource"])
 
     async def scenario(aws: Aws) -> Progress:
         return await aws.create(KEY, {"Description": "patient"})
 
-    created = run(cloud, tmp_path, scenario)
+    created = run(cloudcontrol, tmp_path, scenario)
     assert created.status is Status.SUCCESS, created
-    assert len(stored(cloud, KEY)) == 1
+    assert len(stored(cloudcontrol, KEY)) == 1
 
 
-def test_a_failed_request_names_the_type_and_cloud_controls_message(cloud: StandIn, tmp_path: Path) -> None:
-    cloud.fail_requests("CREATE", "InvalidRequest", type_name=KEY, message="The key policy is malformed")
+def test_a_failed_request_names_the_type_and_cloud_controls_message(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    cloudcontrol.fail_requests("CREATE", "InvalidRequest", type_name=KEY, message="The key policy is malformed")
 
     async def scenario(aws: Aws) -> Progress:
         return await aws.create(KEY, {"Description": "bad"})
 
-    failed = run(cloud, tmp_path, scenario)
+    failed = run(cloudcontrol, tmp_path, scenario)
     assert failed.status is Status.FAILURE and failed.error_code is ErrorCode.INVALID_REQUEST
     assert KEY in failed.message and "The key policy is malformed" in failed.message
-    assert calls(cloud, "CreateResource") == 1  # what the user must fix is not retried
+    assert calls(cloudcontrol, "CreateResource") == 1  # what the user must fix is not retried
 
 
 @pytest.mark.parametrize(("code", "expected"), [("InvalidRequestException", ErrorCode.INVALID_REQUEST),
                                                 ("AlreadyExistsException", ErrorCode.ALREADY_EXISTS),
                                                 ("AccessDeniedException", ErrorCode.ACCESS_DENIED)])
-def test_what_the_user_must_fix_is_reported_and_not_retried(cloud: StandIn, tmp_path: Path, code: str,
+def test_what_the_user_must_fix_is_reported_and_not_retried(cloudcontrol: StandIn, tmp_path: Path, code: str,
                                                             expected: ErrorCode) -> None:
-    cloud.answer_error("CreateResource", code, type_name=KEY, message="you cannot do that")
+    cloudcontrol.answer_error("CreateResource", code, type_name=KEY, message="you cannot do that")
 
     async def scenario(aws: Aws) -> Progress:
         return await aws.create(KEY, {"Description": "refused"})
 
-    refused = run(cloud, tmp_path, scenario)
+    refused = run(cloudcontrol, tmp_path, scenario)
     assert refused.status is Status.FAILURE and refused.error_code is expected
     assert "you cannot do that" in refused.message
-    assert calls(cloud, "CreateResource") == 1
+    assert calls(cloudcontrol, "CreateResource") == 1
 
 
-def test_a_create_interrupted_after_it_reached_cloud_control_creates_once(cloud: StandIn, tmp_path: Path) -> None:
+def test_a_create_interrupted_after_it_reached_cloud_control_creates_once(cloudcontrol: StandIn, tmp_path: Path) -> None:
     # CreateResource answers late: the plugin process is killed while Cloud Control carries the call out.
-    cloud.delay(2000, operations=["CreateResource"])
-    cloud.set_timing(polls=0)  # as the real service does, a request nobody polls is carried out all the same
+    cloudcontrol.delay(2000, operations=["CreateResource"])
+    cloudcontrol.set_timing(polls=0)  # as the real service does, a request nobody polls is carried out all the same
 
     async def scenario(aws: Aws) -> tuple[Progress, int, int]:
         first_pid = aws.host.describe()["pid"]
@@ -270,11 +254,11 @@ def test_a_create_interrupted_after_it_reached_cloud_control_creates_once(cloud:
         created = await creating  # the host restarts the plugin and re-sends the create with the same token
         return created, first_pid, aws.host.describe()["pid"]
 
-    created, first_pid, second_pid = run(cloud, tmp_path, scenario)
+    created, first_pid, second_pid = run(cloudcontrol, tmp_path, scenario)
     assert second_pid != first_pid
     assert created.status is Status.SUCCESS, created
-    assert list(stored(cloud, KEY)) == [created.native_id]
-    assert calls(cloud, "CreateResource") == 2  # sent twice, carried out once (the same ClientToken)
+    assert list(stored(cloudcontrol, KEY)) == [created.native_id]
+    assert calls(cloudcontrol, "CreateResource") == 2  # sent twice, carried out once (the same ClientToken)
 
 
 async def _journaled_pending(journal: Path) -> None:

@@ -26,7 +26,6 @@ from svc_plugin_aws.handler import Change, Handler, Started
 from svc_plugin_aws.session import Aws
 
 SERVICE = "cloudcontrol"
-_LIST_PAGE = 100  # Cloud Control's largest page
 
 
 def resource_model(filters: dict[str, str]) -> str | None:
@@ -87,7 +86,7 @@ class CloudControlHandler(Handler):
         return self._identifiers(aws, resource_model(filters))
 
     def _identifiers(self, aws: Aws, model: str | None) -> Iterator[str]:
-        arguments: dict[str, Any] = {"TypeName": self.resource_type, "MaxResults": _LIST_PAGE}
+        arguments: dict[str, Any] = {"TypeName": self.resource_type}  # pages as large as Cloud Control makes them
         if model is not None:
             arguments["ResourceModel"] = model
         for page in self._client(aws).get_paginator("list_resources").paginate(**arguments):
