@@ -223,6 +223,16 @@ def test_a_failed_request_names_the_type_and_cloud_controls_message(cloudcontrol
     assert calls(cloudcontrol, "CreateResource") == 1  # what the user must fix is not retried
 
 
+def test_a_type_the_registry_lacks_is_refused_by_name(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    async def scenario(aws: Aws) -> Progress:
+        return await aws.create("AWS::EC2::Nothing", {})
+
+    refused = run(cloudcontrol, tmp_path, scenario)
+    assert refused.status is Status.FAILURE and refused.error_code is ErrorCode.INVALID_REQUEST
+    assert "AWS::EC2::Nothing" in refused.message
+    assert calls(cloudcontrol, "CreateResource") == 1
+
+
 @pytest.mark.parametrize(("code", "expected"), [("InvalidRequestException", ErrorCode.INVALID_REQUEST),
                                                 ("AlreadyExistsException", ErrorCode.ALREADY_EXISTS),
                                                 ("AccessDeniedException", ErrorCode.ACCESS_DENIED)])

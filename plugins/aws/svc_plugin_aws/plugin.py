@@ -98,7 +98,7 @@ class Plugin:
         except PluginError as failure:
             # It exists now: never report a failure that would orphan it; the agent polls ``status``, which
             # reads it again.
-            ctx.log.warning("%s %s %s but could not read it back yet (%s)", op, ctx.resource_type,
+            ctx.log.warning("%s of %s %s done, but it could not be read back yet (%s)", op, ctx.resource_type,
                             started.native_id, failure.code)
             return Progress(Status.IN_PROGRESS, native_id=started.native_id, request_id=request_id)
 
