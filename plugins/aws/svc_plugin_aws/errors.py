@@ -197,6 +197,15 @@ def code_of(error: ClientError) -> ErrorCode:
     return ErrorCode.GENERAL_SERVICE_EXCEPTION
 
 
+def handler_error_code(code: str | None) -> ErrorCode:
+    """A CloudFormation handler error code (a failed Cloud Control request's ``ErrorCode``) as the contract's: they
+    are spelled alike; one this plugin does not know is a general service error."""
+    try:
+        return ErrorCode(code or "")
+    except ValueError:
+        return ErrorCode.GENERAL_SERVICE_EXCEPTION
+
+
 def message_of(error: ClientError) -> str:
     info = _info(error)
     operation = getattr(error, "operation_name", "") or "the call"

@@ -11,17 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from svc.plugins.sdk import ErrorCode
+from svc_plugin_aws.errors import handler_error_code
 from svc_plugin_aws.handler import RequestFailed, Started
 
 _RUNNING = frozenset({"PENDING", "IN_PROGRESS", "CANCEL_IN_PROGRESS"})
-
-
-def error_code(handler_code: str | None) -> ErrorCode:
-    """A handler error code as the contract's; one this plugin does not know is a general service error."""
-    try:
-        return ErrorCode(handler_code or "")
-    except ValueError:
-        return ErrorCode.GENERAL_SERVICE_EXCEPTION
 
 
 def started(event: dict[str, Any]) -> Started:
@@ -40,5 +33,5 @@ def started(event: dict[str, Any]) -> Started:
                                                                  f"{type_name}")
     code = event.get("ErrorCode")
     reason = event.get("StatusMessage") or "no reason given"
-    raise RequestFailed(error_code(code), f"{type_name} {operation} failed in Cloud Control "
+    raise RequestFailed(handler_error_code(code), f"{type_name} {operation} failed in Cloud Control "
                                           f"({code or 'no error code'}): {reason}")
