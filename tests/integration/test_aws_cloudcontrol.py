@@ -211,6 +211,20 @@ def test_throttling_is_retried_by_the_agent_and_the_create_succeeds_once(cloudco
     assert len(stored(cloudcontrol, KEY)) == 1
 
 
+def test_a_request_that_failed_throttled_is_sent_again_and_creates_once(cloudcontrol: StandIn, tmp_path: Path) -> None:
+    # Cloud Control took the request, and the type's handler was throttled by its service: the request is over,
+    # so the agent sends a new one (a new ClientToken) after its backoff.
+    cloudcontrol.fail_requests("CREATE", "Throttling", type_name=KEY, message="Rate exceeded", count=1)
+
+    async def scenario(aws: Aws) -> Progress:
+        return await aws.create(KEY, {"Description": "second time lucky"})
+
+    created = run(cloudcontrol, tmp_path, scenario)
+    assert created.status is Status.SUCCESS, created
+    assert list(stored(cloudcontrol, KEY)) == [created.native_id]
+    assert calls(cloudcontrol, "CreateResource") == 2
+
+
 def test_a_failed_request_names_the_type_and_cloud_controls_message(cloudcontrol: StandIn, tmp_path: Path) -> None:
     cloudcontrol.fail_requests("CREATE", "InvalidRequest", type_name=KEY, message="The key policy is malformed")
 
