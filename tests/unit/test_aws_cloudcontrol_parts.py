@@ -32,11 +32,11 @@ def test_every_native_handler_module_is_in_the_table_once() -> None:
 def test_a_type_in_the_table_is_native_and_any_other_goes_through_cloud_control() -> None:
     routes = Routes(frozenset())
     assert isinstance(routes.handler("AWS::S3::Bucket"), NATIVE["AWS::S3::Bucket"])
-    assert routes.is_native("AWS::SQS::Queue")
+    assert isinstance(routes.handler("AWS::SQS::Queue"), NATIVE["AWS::SQS::Queue"])
     key = routes.handler("AWS::KMS::Key")
     assert isinstance(key, CloudControlHandler) and key.resource_type == "AWS::KMS::Key"
     assert routes.handler("AWS::KMS::Key") is key  # one handler per type, shared
-    assert not routes.is_native("AWS::Lambda::Function")
+    assert isinstance(routes.handler("AWS::Lambda::Function"), CloudControlHandler)
 
 
 def test_the_environment_sends_native_types_through_cloud_control() -> None:

@@ -76,6 +76,3 @@ class Routes:
                         else CloudControlHandler(resource_type)
                     self._handlers[resource_type] = found
         return found
-
-    def is_native(self, resource_type: str) -> bool:
-        return resource_type in NATIVE and resource_type not in self._forced
