@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cloudcontrol import StandIn, start_cloudcontrol
+from support.cloudcontrol.client import StandIn, start_cloudcontrol
 from support.processes import Agent, free_port
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from support.cloudcontrol import StandIn
+from support.cloudcontrol.client import StandIn
 
 ROLE = "AWS::IAM::Role"
 POLICY = {"Version": "2012-10-17", "Statement": []}

@@ -14,20 +14,17 @@ and call counts.
 
 Run it as a process, as the plugin under test runs in its own process::
 
-    from support.cloudcontrol import start_cloudcontrol
+    from support.cloudcontrol.client import start_cloudcontrol
 
     with start_cloudcontrol(tmp_path / "cloudcontrol.log") as standin:
         client = standin.client()                      # boto3 "cloudcontrol" on the stand-in
         env = standin.environment()                    # AWS_ENDPOINT_URL_CLOUDCONTROL for a plugin process
         standin.throttle(next_calls=2)                 # the control API
 
-or as ``python -m support.cloudcontrol --port N`` with ``tests/`` on ``PYTHONPATH``. The ``cloudcontrol``
+or as ``python -m support.cloudcontrol --port N`` with ``tests/`` on ``PYTHONPATH``. (This package imports
+nothing itself, so that the server process does not load boto3 and pytest: import from its modules.) The ``cloudcontrol``
 fixture (``tests/conftest.py``) gives one per test module, reset before each test.
 
 ``examples.example_for(schema)`` makes minimal valid properties for a type (and second values for an update and
 for a replacement): what the all-types sweep creates.
 """
-
-from .client import StandIn, StandInStartError, start_cloudcontrol
-
-__all__ = ["StandIn", "StandInStartError", "start_cloudcontrol"]

@@ -55,19 +55,39 @@ def example_for(schema: TypeSchema) -> Example:
 
 def minimal_properties(schema: TypeSchema, maker: ValueMaker | None = None) -> Json:
     maker = maker or ValueMaker(schema)
-    properties = {name: maker.value_for(schema.properties[name], name=name) for name in schema.required}
-    error = first_model_error(schema, properties)
-    if error is None:
-        return properties
-    for keyword in ("oneOf", "anyOf"):  # a top-level choice: one of several sets of properties is required
-        for choice in schema.raw.get(keyword, ()):
+    required, choices = _requirements(schema.raw)
+    wanted = [name for name in dict.fromkeys([*schema.required, *required]) if name not in schema.read_only]
+    properties = {name: maker.value_for(schema.properties[name], name=name) for name in wanted}
+    for keyword, group in choices:  # one of several sets of properties is required: the first that fits
+        for choice in group:
             extended = dict(properties)
-            for name in choice.get("required", ()):
+            for name in _requirements(choice)[0]:
                 if name in schema.properties and name not in extended:
                     extended[name] = maker.value_for(schema.properties[name], name=name)
-            if first_model_error(schema, extended) is None:
-                return extended
-    raise Unsatisfiable(f"{schema.type_name}: the minimal properties break the schema: {error}")
+            for name, narrowed in choice.get("properties", {}).items():  # a choice that asks more of a member
+                if name in schema.properties and narrowed.get("required"):
+                    member = maker.resolved(schema.properties[name])
+                    extended[name] = maker.value_for({**member, "required": [*member.get("required", []),
+                                                                             *narrowed["required"]]}, name=name)
+            if maker.is_valid({keyword: group}, extended):
+                properties = extended
+                break
+    error = first_model_error(schema, properties)
+    if error is not None:
+        raise Unsatisfiable(f"{schema.type_name}: the minimal properties break the schema: {error}")
+    return properties
+
+
+def _requirements(schema: Json) -> tuple[list[str], list[tuple[str, list[Json]]]]:
+    """The property names a top-level schema requires (its ``allOf`` parts' included) and its choices
+    (``oneOf``/``anyOf`` groups, at the top or inside ``allOf``)."""
+    required = list(schema.get("required", ()))
+    choices = [(keyword, schema[keyword]) for keyword in ("oneOf", "anyOf") if schema.get(keyword)]
+    for part in schema.get("allOf", ()):
+        part_required, part_choices = _requirements(part)
+        required += part_required
+        choices += part_choices
+    return required, choices
 
 
 def _second_value(schema: TypeSchema, maker: ValueMaker, properties: Json, names: list[str]) -> Change | None:

@@ -103,7 +103,7 @@ def _read_only_value(schema: TypeSchema, maker: ValueMaker, name: str, model: Js
     # The resource's own name makes the ARN readable, but only on the first attempt: a clash needs another.
     named = next((v for k, v in model.items() if k.endswith("Name") and isinstance(v, str)), None) \
         if attempt == 0 else None
-    candidates = [f"arn:aws:{service}:{REGION}:{ACCOUNT}:{resource}/{named or unique}"] if name.endswith("Arn") \
+    candidates = [f"arn:aws:{service}:{REGION}:{ACCOUNT}:{resource}/{named or unique}"] if name.lower().endswith("arn") \
         else []
     candidates += [f"{resource[:4]}-{unique}", unique, str(int(unique, 16) % 10**12).zfill(12), named]
     subschema = schema.properties[name]

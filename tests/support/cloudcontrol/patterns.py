@@ -106,7 +106,8 @@ def _candidates(pattern: str, variant: int, min_length: int) -> Iterator[str]:
     parsed = sre_parse.parse(pattern)
     for attempt in range(_TRIES):
         try:
-            shortest = _Walk(variant + attempt, 0).emit(parsed)
+            # A later variant also repeats once more, so that a pattern of fixed text and optional parts differs.
+            shortest = _Walk(variant + attempt, min(variant, 1)).emit(parsed)
             yield shortest
             if len(shortest) < min_length:
                 yield _Walk(variant + attempt, min_length - len(shortest)).emit(parsed)

@@ -8,15 +8,24 @@ reading all 1,854 takes seconds, and most runs touch a few types.
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import importlib.util
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 Json = dict[str, Any]
 
-_SCHEMAS = importlib.resources.files("cfnlint") / "data" / "schemas"
+def _schemas_directory() -> Path:
+    # Found without importing cfnlint, whose package import takes seconds (it loads its whole linter).
+    spec = importlib.util.find_spec("cfnlint")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("cfn-lint is not installed: it is a dev dependency (scripts/install.sh --dev)")
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "schemas"
+
+
+_SCHEMAS = _schemas_directory()
 _REGION = "us-east-1"
 
 

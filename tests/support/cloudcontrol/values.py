@@ -16,6 +16,7 @@ from .registry import Json, TypeSchema
 from .validation import validator_for
 
 _MAX_DEPTH = 16
+_VARIANT_TRIES = 4
 # For a property that may be several JSON types, the simplest to make first (JSON documents: see ``_kind``).
 _TYPE_ORDER = ("string", "integer", "number", "boolean", "object", "array")
 _FORMATS = {
@@ -45,7 +46,7 @@ class ValueMaker:
     def value_for(self, subschema: Json, *, name: str = "", variant: int = 0, depth: int = 0) -> Any:
         if depth > _MAX_DEPTH:
             raise Unsatisfiable(f"{name}: the schema nests deeper than {_MAX_DEPTH} levels")
-        subschema = self._resolved(subschema)
+        subschema = self.resolved(subschema)
         if "const" in subschema:
             return subschema["const"]
         if subschema.get("enum"):
@@ -66,7 +67,7 @@ class ValueMaker:
 
     # -- structure -------------------------------------------------------------------------------------------
 
-    def _resolved(self, subschema: Json) -> Json:
+    def resolved(self, subschema: Json) -> Json:
         """``$ref`` replaced by what it points at (siblings kept) and ``allOf`` merged into one schema."""
         seen = 0
         while "$ref" in subschema:
@@ -78,7 +79,7 @@ class ValueMaker:
         if subschema.get("allOf"):
             merged = {k: v for k, v in subschema.items() if k != "allOf"}
             for part in subschema["allOf"]:
-                part = self._resolved(part)
+                part = self.resolved(part)
                 merged["properties"] = {**merged.get("properties", {}), **part.get("properties", {})}
                 merged["required"] = [*merged.get("required", []), *part.get("required", [])]
                 for key, value in part.items():
@@ -92,16 +93,21 @@ class ValueMaker:
         base = {k: v for k, v in subschema.items() if k != keyword}
         choices = subschema[keyword]
         for offset in range(len(choices)):
-            choice = self._resolved(choices[(variant + offset) % len(choices)])
-            combined = {**base, **choice,
-                        "properties": {**base.get("properties", {}), **choice.get("properties", {})},
-                        "required": [*base.get("required", []), *choice.get("required", [])]}
-            try:
-                value = self.value_for(combined, name=name, variant=variant, depth=depth + 1)
-            except Unsatisfiable:
-                continue
-            if self.is_valid(subschema, value):
-                return value
+            choice = self.resolved(choices[(variant + offset) % len(choices)])
+            merged = {"properties": {**base.get("properties", {}), **choice.get("properties", {})},
+                      "required": [*base.get("required", []), *choice.get("required", [])]}
+            # Where both constrain a string (two patterns), a value made for either may satisfy both; an object
+            # choice that requires nothing must still hold a member, or it matches every choice of a oneOf.
+            shapes = ({**base, **choice, **merged}, {**choice, **base, **merged},
+                      {**base, **choice, **merged, "minProperties": max(1, choice.get("minProperties", 0))})
+            for combined in shapes:
+                for attempt in range(_VARIANT_TRIES):
+                    try:
+                        value = self.value_for(combined, name=name, variant=variant + attempt, depth=depth + 1)
+                    except Unsatisfiable:
+                        break
+                    if self.is_valid(subschema, value):
+                        return value
         raise Unsatisfiable(f"{name}: no choice of its {keyword} gives a valid value")
 
     @staticmethod
@@ -122,8 +128,11 @@ class ValueMaker:
     def _object(self, subschema: Json, *, name: str, variant: int, depth: int) -> Json:
         properties: dict[str, Json] = subschema.get("properties", {})
         wanted = list(dict.fromkeys(subschema.get("required", [])))
-        for member in properties:  # a map or object that must not be empty gets its first members
-            if len(wanted) >= subschema.get("minProperties", 0):
+        # A map or object that must not be empty gets its first members; another variant, one member more.
+        least = max(subschema.get("minProperties", 0), len(wanted) + 1 if variant else 0)
+        least = min(least, subschema.get("maxProperties", least))
+        for member in properties:
+            if len(wanted) >= least:
                 break
             if member not in wanted:
                 wanted.append(member)
@@ -131,7 +140,8 @@ class ValueMaker:
         for member in wanted:
             member_schema = properties.get(member) or self._map_values(subschema) or {}
             value[member] = self.value_for(member_schema, name=member, variant=variant, depth=depth + 1)
-        while len(value) < subschema.get("minProperties", 0):  # a map without declared members
+        free_form = not properties and subschema.get("additionalProperties", True) is not False
+        while len(value) < subschema.get("minProperties", 0) or (free_form and len(value) < least):
             key = matching_string(next(iter(subschema.get("patternProperties", {})), ""), variant=len(value)) \
                 or f"key{len(value) + 1}"
             value[key] = self.value_for(self._map_values(subschema) or {}, name=key, variant=variant,
@@ -153,7 +163,17 @@ class ValueMaker:
         items = subschema.get("items", {})
         if isinstance(items, list):  # draft-07 tuple form
             return [self.value_for(item, name=name, variant=variant, depth=depth + 1) for item in items[:count]]
-        return [self.value_for(items, name=name, variant=variant + index, depth=depth + 1) for index in range(count)]
+        values: list[Any] = []
+        # Unique elements: each from another variant, and objects with at least one member (empty ones are equal).
+        shapes = [items, {**self.resolved(items), "minProperties": 1}] if subschema.get("uniqueItems") else [items]
+        for index in range(count):
+            candidates = (self.value_for(shape, name=name, variant=variant + index + attempt, depth=depth + 1)
+                          for shape in shapes for attempt in range(_VARIANT_TRIES))
+            unique = subschema.get("uniqueItems") is True
+            values.append(next((value for value in candidates if not unique or value not in values), None))
+            if values[-1] is None:
+                raise Unsatisfiable(f"{name}: no {count} different elements were found")
+        return values
 
     # -- scalars ---------------------------------------------------------------------------------------------
 
