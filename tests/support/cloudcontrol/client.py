@@ -40,7 +40,7 @@ class StandIn:
         own retries, so a test sees each answer."""
         return boto3.client("cloudcontrol", region_name="us-east-1", endpoint_url=self.url,
                             aws_access_key_id="testing", aws_secret_access_key="testing",
-                            config=BotoConfig(retries={"max_attempts": max_attempts, "mode": "standard"}))
+                            config=BotoConfig(retries={"total_max_attempts": max_attempts, "mode": "standard"}))
 
     def _post(self, action: str, body: dict[str, Any] | None = None) -> Any:
         answer = httpx.post(f"{self.url}/_standin/{action}", json=body or {}, timeout=30)

@@ -68,6 +68,18 @@ def first_model_error(schema: TypeSchema, model: Any) -> str | None:
     return errors[0] if errors else None
 
 
+# The type names of the validator behind CloudFormation's messages ("expected type: Integer, found: String").
+_JSON_TYPE_NAMES = {"string": "String", "integer": "Integer", "number": "Number", "boolean": "Boolean",
+                    "object": "JSONObject", "array": "JSONArray", "null": "Null"}
+
+
+def _found_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "Boolean"
+    kinds = {str: "string", int: "integer", float: "number", dict: "object", list: "array", type(None): "null"}
+    return _JSON_TYPE_NAMES[kinds.get(type(value), "object")]
+
+
 def _error_order(error: ValidationError) -> tuple[str, str]:
     return ("/".join(str(part) for part in error.absolute_path), error.validator)
 
@@ -83,5 +95,7 @@ def describe(error: ValidationError) -> str:
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"{where}: extraneous key [{extra[0] if extra else '?'}] is not permitted"
     if error.validator == "type":
-        return f"{where}: expected type: {error.validator_value}, found: {type(error.instance).__name__}"
+        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return (f"{where}: expected type: {', '.join(_JSON_TYPE_NAMES.get(kind, kind) for kind in expected)}, "
+                f"found: {_found_type(error.instance)}")
     return f"{where}: failed validation constraint for keyword [{error.validator}]"
