@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .models import touches
 from .registry import Json, TypeSchema
 from .validation import first_model_error
 from .values import Unsatisfiable, ValueMaker
@@ -46,8 +47,10 @@ class Example:
 def example_for(schema: TypeSchema) -> Example:
     maker = ValueMaker(schema)
     properties = minimal_properties(schema, maker)
-    mutable_names = [name for name in schema.properties if name not in
-                     schema.read_only | schema.create_only | schema.write_only | set(schema.primary_identifier)]
+    # Not a property that holds a create-only or read-only part either: a patch of it would touch that part.
+    fixed_paths = (*schema.create_only_paths, *schema.read_only_paths)
+    mutable_names = [name for name in schema.properties if touches(f"/{name}", fixed_paths) is None
+                     and name not in schema.write_only | set(schema.primary_identifier)]
     mutable = _second_value(schema, maker, properties, mutable_names) if "update" in schema.handlers else None
     create_only_names = [name for name in schema.properties if name in schema.create_only - schema.read_only]
     return Example(schema.type_name, properties, mutable, _second_value(schema, maker, properties, create_only_names))
