@@ -5,6 +5,7 @@ botocore raises them, paging, child types listed per parent) and the control API
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -62,6 +63,17 @@ def test_time_based_timing_completes_without_polls(cloudcontrol: StandIn):
     client = cloudcontrol.client()
     create(client, ROLE, {"RoleName": "quick", "AssumeRolePolicyDocument": POLICY})
     assert client.get_resource(TypeName=ROLE, Identifier="quick")["ResourceDescription"]["Identifier"] == "quick"
+
+
+def test_a_request_stays_in_progress_until_its_milliseconds_are_up(cloudcontrol: StandIn):
+    cloudcontrol.set_timing(polls=0, milliseconds=600_000)
+    client = cloudcontrol.client()
+    event = create(client, ROLE, {"RoleName": "slow", "AssumeRolePolicyDocument": POLICY})
+    for _ in range(3):
+        assert client.get_resource_request_status(RequestToken=event["RequestToken"])["ProgressEvent"][
+            "OperationStatus"] == "IN_PROGRESS"
+    cloudcontrol.set_timing(polls=0, milliseconds=0)  # its time is up: the next call of any kind sees it done
+    assert client.get_resource(TypeName=ROLE, Identifier="slow")["ResourceDescription"]["Identifier"] == "slow"
 
 
 def test_delete_then_get_is_not_found_and_a_second_delete_fails_not_found(cloudcontrol: StandIn):
@@ -300,6 +312,15 @@ def test_injected_error_answers_such_as_access_denied(cloudcontrol: StandIn):
         client.list_resources(TypeName=ROLE)
     assert (error_code(error), error.value.response["Error"]["Message"]) == ("AccessDeniedException", "not allowed")
     assert client.list_resources(TypeName="AWS::Logs::LogGroup")["ResourceDescriptions"] == []
+
+
+def test_an_injected_delay_holds_the_answers_of_the_chosen_operations(cloudcontrol: StandIn):
+    client = cloudcontrol.client()
+    cloudcontrol.delay(300, operations=["ListResources"])
+    started = time.monotonic()
+    client.list_resources(TypeName=ROLE)
+    assert time.monotonic() - started >= 0.3  # a lower bound only: the stand-in slept that long before answering
+    assert cloudcontrol.state()["calls"] == {"ListResources": 1}
 
 
 def test_resources_made_and_removed_behind_the_apis_back(cloudcontrol: StandIn):
