@@ -4,8 +4,8 @@
 
 - ``properties``: every required property (read-only ones excepted) with a value the schema accepts, plus what a
   top-level ``oneOf``/``anyOf`` needs; nothing else;
-- ``mutable``: a property an update may change in place (not create-only, read-only or write-only, not part of
-  the identifier) and a second valid value for it, when the type has an update handler and one exists;
+- ``mutable``: a property an update may change in place (holding nothing create-only, read-only or write-only,
+  not part of the identifier) and a second valid value for it, when the type has an update handler and one exists;
 - ``create_only``: a create-only property and a second valid value for it (changing it means replacement).
 
 Every value is checked against the whole schema before it is offered; a type for which none is found raises
@@ -47,10 +47,11 @@ class Example:
 def example_for(schema: TypeSchema) -> Example:
     maker = ValueMaker(schema)
     properties = minimal_properties(schema, maker)
-    # Not a property that holds a create-only or read-only part either: a patch of it would touch that part.
-    fixed_paths = (*schema.create_only_paths, *schema.read_only_paths)
+    # Not a property that holds a create-only or read-only part either (a patch of it would touch that part), nor
+    # a write-only one (a read could not show the update took effect).
+    fixed_paths = (*schema.create_only_paths, *schema.read_only_paths, *schema.write_only_paths)
     mutable_names = [name for name in schema.properties if touches(f"/{name}", fixed_paths) is None
-                     and name not in schema.write_only | set(schema.primary_identifier)]
+                     and name not in schema.primary_identifier]
     mutable = _second_value(schema, maker, properties, mutable_names) if "update" in schema.handlers else None
     create_only_names = [name for name in schema.properties if name in schema.create_only - schema.read_only]
     return Example(schema.type_name, properties, mutable, _second_value(schema, maker, properties, create_only_names))

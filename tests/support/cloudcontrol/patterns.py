@@ -1,6 +1,6 @@
 """Short, deterministic strings that match a regular expression: values for the registry's ``pattern``s.
 
-A walk over Python's own parse of the pattern (``re._parser``: the only parser of Python's regex syntax there
+A walk over Python's own parse of the pattern (``sre_parse``: the only parser of Python's regex syntax there
 is; libraries such as rstr use it too, but pick at random, from sets in hash order, and up to 100 repetitions,
 which makes neither short nor reproducible values). The walk takes the fewest repetitions, the first branch
 and the first allowed character in a readable order; ``variant`` picks later characters and branches to give a
@@ -11,11 +11,17 @@ checks the result with ``re.search``: lookarounds and backreferences are not sol
 from __future__ import annotations
 
 import string
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from re import _constants as sre  # noqa: PLC2701 (stdlib: the opcodes of the parse below)
-from re import _parser as sre_parse  # noqa: PLC2701 (stdlib: see the module docstring)
 from typing import Any
+
+# Python's regex parser and its opcodes, under their public (deprecated since 3.11, still shipped) names; their
+# only other names are the private re._parser and re._constants.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import sre_constants as sre
+    import sre_parse
 
 from .validation import compiled
 
