@@ -346,3 +346,14 @@ def test_the_endpoint_variable_points_a_default_client_at_the_stand_in(cloudcont
     client = boto3.session.Session(region_name="us-east-1").client("cloudcontrol")
     assert client.list_resources(TypeName=ROLE)["ResourceDescriptions"] == []
     assert cloudcontrol.state()["calls"] == {"ListResources": 1}
+
+
+def test_nested_read_only_values_are_made_so_that_references_to_them_resolve(cloudcontrol: StandIn):
+    client = cloudcontrol.client()
+    done = wait(client, create(client, "AWS::RDS::DBCluster", {"Engine": "aurora-postgresql",
+                                                                "DBClusterIdentifier": "orders"})["RequestToken"])
+    model = json.loads(client.get_resource(TypeName="AWS::RDS::DBCluster", Identifier=done["Identifier"])
+                       ["ResourceDescription"]["Properties"])
+    assert model["Endpoint"]["Address"].endswith(".rds.us-east-1.amazonaws.com")
+    assert model["Endpoint"]["Port"] == "443" and model["ReadEndpoint"]["Address"] != model["Endpoint"]["Address"]
+    assert model["DBClusterArn"] == "arn:aws:rds:us-east-1:123456789012:dbcluster/orders"

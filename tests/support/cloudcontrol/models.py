@@ -8,6 +8,7 @@ import secrets
 from typing import Any
 
 from .registry import Json, TypeSchema
+from .validation import first_model_error
 from .values import Unsatisfiable, ValueMaker
 
 ACCOUNT = "123456789012"
@@ -93,20 +94,53 @@ def with_read_only_values(schema: TypeSchema, model: Json, taken: set[str]) -> J
             if name in schema.properties:
                 filled[name] = _read_only_value(schema, maker, name, filled, attempt)
         if identifier_of(schema, filled) not in taken:
-            return filled
+            return _with_nested_read_only_values(schema, maker, filled, attempt)
     raise Unsatisfiable(f"{schema.type_name}: no free identifier could be generated")
 
 
+def _with_nested_read_only_values(schema: TypeSchema, maker: ValueMaker, model: Json, attempt: int) -> Json:
+    """``model`` with values at the nested read-only paths (``/properties/Endpoint/Address``) whose objects it has
+    or can hold, so that references such as ``Endpoint.Address`` resolve; unchanged where that would break the
+    schema. Paths through array elements (``*``) are left alone."""
+    filled = copy.deepcopy(model)
+    for path in schema.read_only_paths:
+        parts = path.split("/")[2:]
+        if len(parts) < 2 or "*" in parts or parts[0] not in schema.properties:
+            continue
+        node, subschema = filled, {"properties": schema.properties}
+        for part in parts[:-1]:
+            subschema = maker.resolved(subschema).get("properties", {}).get(part)
+            if subschema is None or not isinstance(node.setdefault(part, {}), dict):
+                break
+            node = node[part]
+        else:
+            leaf = maker.resolved(subschema).get("properties", {}).get(parts[-1])
+            if leaf is not None:
+                node[parts[-1]] = _plausible_value(schema, maker, leaf, parts[-1], model, attempt)
+    return filled if first_model_error(schema, filled) is None else model
+
+
 def _read_only_value(schema: TypeSchema, maker: ValueMaker, name: str, model: Json, attempt: int) -> Any:
+    return _plausible_value(schema, maker, schema.properties[name], name, model, attempt)
+
+
+def _plausible_value(schema: TypeSchema, maker: ValueMaker, subschema: Json, name: str, model: Json,
+                     attempt: int) -> Any:
     _, service, resource = schema.type_name.lower().split("::")
     unique = secrets.token_hex(8)
     # The resource's own name makes the ARN readable, but only on the first attempt: a clash needs another.
-    named = next((v for k, v in model.items() if k.endswith("Name") and isinstance(v, str)), None) \
+    named = next((v for k, v in model.items() if k.endswith(("Name", "Identifier")) and isinstance(v, str)), None) \
         if attempt == 0 else None
-    candidates = [f"arn:aws:{service}:{REGION}:{ACCOUNT}:{resource}/{named or unique}"] if name.lower().endswith("arn") \
-        else []
+    candidates: list[Any] = []
+    if name.lower().endswith("arn"):
+        candidates.append(f"arn:aws:{service}:{REGION}:{ACCOUNT}:{resource}/{named or unique}")
+    if name.endswith(("Address", "Endpoint", "Host", "DnsName", "DNSName")):
+        candidates.append(f"{resource}-{unique}.{service}.{REGION}.amazonaws.com")
+    if name.endswith("Port"):
+        candidates += [443, "443"]
+    if name.endswith(("Url", "URL", "Uri")):
+        candidates.append(f"https://{resource}-{unique}.{service}.{REGION}.amazonaws.com")
     candidates += [f"{resource[:4]}-{unique}", unique, str(int(unique, 16) % 10**12).zfill(12), named]
-    subschema = schema.properties[name]
     for candidate in candidates:
         if candidate is not None and maker.is_valid(subschema, candidate):
             return candidate
