@@ -110,15 +110,17 @@ def _in_class(ch: str, items: list[tuple[Any, Any]]) -> bool:
 
 def _candidates(pattern: str, variant: int, min_length: int) -> Iterator[str]:
     parsed = sre_parse.parse(pattern)
+    # A later variant also tries one repetition more, so that fixed text with optional parts differs too.
+    bonuses = (1, 0) if variant else (0,)
     for attempt in range(_TRIES):
-        try:
-            # A later variant also repeats once more, so that a pattern of fixed text and optional parts differs.
-            shortest = _Walk(variant + attempt, min(variant, 1)).emit(parsed)
-            yield shortest
-            if len(shortest) < min_length:
-                yield _Walk(variant + attempt, min_length - len(shortest)).emit(parsed)
-        except (_NoMatch, RecursionError):
-            continue
+        for bonus in bonuses:
+            try:
+                shortest = _Walk(variant + attempt, bonus).emit(parsed)
+                yield shortest
+                if len(shortest) < min_length:
+                    yield _Walk(variant + attempt, bonus + min_length - len(shortest)).emit(parsed)
+            except (_NoMatch, RecursionError):
+                continue
 
 
 def matching_string(pattern: str, *, min_length: int = 0, max_length: int | None = None,
