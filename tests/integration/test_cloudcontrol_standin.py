@@ -357,3 +357,16 @@ def test_nested_read_only_values_are_made_so_that_references_to_them_resolve(clo
     assert model["Endpoint"]["Address"].endswith(".rds.us-east-1.amazonaws.com")
     assert model["Endpoint"]["Port"] == "443" and model["ReadEndpoint"]["Address"] != model["Endpoint"]["Address"]
     assert model["DBClusterArn"] == "arn:aws:rds:us-east-1:123456789012:dbcluster/orders"
+
+
+def test_an_update_of_an_identifier_part_the_schema_lets_change_moves_the_resource(cloudcontrol: StandIn):
+    client = cloudcontrol.client()
+    record = {"HostedZoneId": "Z0123456789", "Name": "www.example.com", "Type": "A", "TTL": "60",
+              "ResourceRecords": ["192.0.2.1"]}
+    created = wait(client, create(client, "AWS::Route53::RecordSet", record)["RequestToken"])
+    patch = json.dumps([{"op": "replace", "path": "/Name", "value": "api.example.com"}])
+    updated = wait(client, client.update_resource(TypeName="AWS::Route53::RecordSet", Identifier=created["Identifier"],
+                                                  PatchDocument=patch)["ProgressEvent"]["RequestToken"])
+    assert updated["OperationStatus"] == "SUCCESS" and updated["Identifier"] != created["Identifier"]
+    assert "api.example.com" in updated["Identifier"]
+    assert list(cloudcontrol.state()["resources"]["AWS::Route53::RecordSet"]) == [updated["Identifier"]]

@@ -210,8 +210,14 @@ class CloudControl:
         if request.operation == "DELETE":
             stored.pop(request.identifier, None)
         else:
-            stored[request.identifier] = request.result or {}
-            request.shown_model = read_view(schema, request.result or {})
+            result = request.result or {}
+            if request.operation == "UPDATE":
+                # A few schemas let an update change a part of the primary identifier (Route 53 record sets):
+                # the resource is known by its new identifier from then on.
+                stored.pop(request.identifier, None)
+                request.identifier = identifier_of(schema, result) or request.identifier
+            stored[request.identifier] = result
+            request.shown_model = read_view(schema, result)
         request.status = "SUCCESS"
 
     def _advance(self) -> None:
