@@ -357,6 +357,12 @@ def test_nested_read_only_values_are_made_so_that_references_to_them_resolve(clo
     assert model["Endpoint"]["Address"].endswith(".rds.us-east-1.amazonaws.com")
     assert model["Endpoint"]["Port"] == "443" and model["ReadEndpoint"]["Address"] != model["Endpoint"]["Address"]
     assert model["DBClusterArn"] == "arn:aws:rds:us-east-1:123456789012:dbcluster/orders"
+    patch = json.dumps([{"op": "add", "path": "/DeletionProtection", "value": True}])
+    wait(client, client.update_resource(TypeName="AWS::RDS::DBCluster", Identifier=done["Identifier"],
+                                        PatchDocument=patch)["ProgressEvent"]["RequestToken"])
+    after = json.loads(client.get_resource(TypeName="AWS::RDS::DBCluster", Identifier=done["Identifier"])
+                       ["ResourceDescription"]["Properties"])
+    assert after == {**model, "DeletionProtection": True}  # an update keeps the service's values
 
 
 def test_an_update_of_an_identifier_part_the_schema_lets_change_moves_the_resource(cloudcontrol: StandIn):

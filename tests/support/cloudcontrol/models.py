@@ -47,6 +47,29 @@ def without_paths(model: Json, paths: tuple[str, ...]) -> Json:
     return kept
 
 
+def with_values_at(model: Json, source: Json, paths: tuple[str, ...]) -> Json:
+    """A copy of ``model`` with ``source``'s values at the schema paths (no ``*`` ones) where ``source`` has one and
+    ``model`` has the object to hold it."""
+    merged = copy.deepcopy(model)
+    for path in paths:
+        parts = path.split("/")[2:]
+        if not parts or "*" in parts:
+            continue
+        value: Any = source
+        target: Any = merged
+        for index, part in enumerate(parts):
+            if not isinstance(value, dict) or part not in value:
+                break
+            value = value[part]
+            if index < len(parts) - 1:
+                if not isinstance(target, dict) or not isinstance(target.get(part), dict):
+                    break
+                target = target[part]
+        else:
+            target[parts[-1]] = copy.deepcopy(value)
+    return merged
+
+
 def _remove(node: Any, parts: list[str]) -> None:
     head, rest = parts[0], parts[1:]
     if head == "*" and isinstance(node, list):

@@ -22,7 +22,7 @@ from .errors import EXCEPTIONS, HANDLER_ERROR_CODES, CloudControlError
 from .faults import ErrorRule, FailRule
 from .models import read_view
 from .registry import Json, registry
-from .requests import Timing
+from .resource_requests import Timing
 from .service import CloudControl, check_desired_state
 
 _TARGET_PREFIX = "CloudApiService."

@@ -21,9 +21,17 @@ import jsonpatch
 
 from .errors import CloudControlError, invalid_request, not_found, type_not_found, unsupported_action
 from .faults import Faults
-from .models import identifier_of, parse_identifier, read_view, touches, with_read_only_values, without_paths
+from .models import (
+    identifier_of,
+    parse_identifier,
+    read_view,
+    touches,
+    with_read_only_values,
+    with_values_at,
+    without_paths,
+)
 from .registry import Json, Registry, TypeSchema
-from .requests import TERMINAL, Request, Timing, new_token
+from .resource_requests import TERMINAL, Request, Timing, new_token
 from .validation import first_model_error
 from .values import Unsatisfiable
 
@@ -82,6 +90,7 @@ class CloudControl:
     def accept_create(self, schema: TypeSchema, desired: Json, client_token: str | None = None) -> Request:
         taken = set(self.resources.get(schema.type_name, {})) | self._pending_identifiers(schema.type_name)
         try:
+            # An identifier the caller chose is not made up again when taken: the request fails AlreadyExists below.
             model = with_read_only_values(schema, desired, taken - {identifier_of(schema, desired)})
         except Unsatisfiable as error:
             raise CloudControlError("GeneralServiceException", str(error)) from error
@@ -123,10 +132,9 @@ class CloudControl:
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
             raise invalid_request(f"Invalid patch document: {error}") from error
         check_desired_state(schema, patched)
-        read_only_values = {name: current[name] for name in schema.read_only if name in current}
         request = Request(new_token(), schema.type_name, "UPDATE", identifier,
                           ("UPDATE", schema.type_name, identifier, patch), body.get("ClientToken"))
-        request.result = {**patched, **read_only_values}
+        request.result = with_values_at(patched, current, schema.read_only_paths)  # the service's values stay
         return {"ProgressEvent": self._register(request).event()}
 
     def delete_resource(self, body: Json) -> Json:
