@@ -350,13 +350,15 @@ def test_the_endpoint_variable_points_a_default_client_at_the_stand_in(cloudcont
 
 def test_nested_read_only_values_are_made_so_that_references_to_them_resolve(cloudcontrol: StandIn):
     client = cloudcontrol.client()
-    done = wait(client, create(client, "AWS::RDS::DBCluster", {"Engine": "aurora-postgresql",
-                                                                "DBClusterIdentifier": "orders"})["RequestToken"])
+    done = wait(client, create(client, "AWS::RDS::DBCluster", {
+        "Engine": "aurora-postgresql", "DBClusterIdentifier": "orders", "MasterUserSecret": {"KmsKeyId": "key-1"},
+    })["RequestToken"])
     model = json.loads(client.get_resource(TypeName="AWS::RDS::DBCluster", Identifier=done["Identifier"])
                        ["ResourceDescription"]["Properties"])
     assert model["Endpoint"]["Address"].endswith(".rds.us-east-1.amazonaws.com")
     assert model["Endpoint"]["Port"] == "443" and model["ReadEndpoint"]["Address"] != model["Endpoint"]["Address"]
     assert model["DBClusterArn"] == "arn:aws:rds:us-east-1:123456789012:dbcluster/orders"
+    assert model["MasterUserSecret"]["KmsKeyId"] == "key-1" and model["MasterUserSecret"]["SecretArn"]
     patch = json.dumps([{"op": "add", "path": "/DeletionProtection", "value": True}])
     wait(client, client.update_resource(TypeName="AWS::RDS::DBCluster", Identifier=done["Identifier"],
                                         PatchDocument=patch)["ProgressEvent"]["RequestToken"])

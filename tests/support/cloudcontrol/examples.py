@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .models import touches
+from .models import touches, without_paths
 from .registry import Json, TypeSchema
 from .validation import first_model_error
 from .values import Unsatisfiable, ValueMaker
@@ -76,6 +76,7 @@ def minimal_properties(schema: TypeSchema, maker: ValueMaker | None = None) -> J
             if maker.is_valid({keyword: group}, extended):
                 properties = extended
                 break
+    properties = without_paths(properties, schema.read_only_paths)  # a member an object's variant chose may be one
     error = first_model_error(schema, properties)
     if error is not None:
         raise Unsatisfiable(f"{schema.type_name}: the minimal properties break the schema: {error}")
@@ -106,6 +107,7 @@ def _second_value(schema: TypeSchema, maker: ValueMaker, properties: Json, names
                 after = maker.value_for(schema.properties[name], name=name, variant=variant)
             except Unsatisfiable:
                 break
+            after = without_paths({name: after}, schema.read_only_paths).get(name)  # only what a caller may set
             if after != before and first_model_error(schema, {**properties, name: after}) is None:
                 return Change(name, before, after)
     return None

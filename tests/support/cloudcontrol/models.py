@@ -122,18 +122,22 @@ def with_read_only_values(schema: TypeSchema, model: Json, taken: set[str]) -> J
 
 
 def _with_nested_read_only_values(schema: TypeSchema, maker: ValueMaker, model: Json, attempt: int) -> Json:
-    """``model`` with values at the nested read-only paths (``/properties/Endpoint/Address``) whose objects it has
-    or can hold, so that references such as ``Endpoint.Address`` resolve; unchanged where that would break the
-    schema. Paths through array elements (``*``) are left alone."""
+    """``model`` with values at the nested read-only paths (``/properties/Endpoint/Address``), so that references
+    such as ``Endpoint.Address`` resolve; unchanged where that would break the schema. Paths through array
+    elements (``*``) are left alone."""
     filled = copy.deepcopy(model)
     for path in schema.read_only_paths:
         parts = path.split("/")[2:]
         if len(parts) < 2 or "*" in parts or parts[0] not in schema.properties:
             continue
+        # The service makes the objects on the way only inside a property that is all its own (Endpoint); in one
+        # the caller gave, it fills in what is there (MasterUserSecret.SecretArn when MasterUserSecret was given).
+        owned = parts[0] in schema.read_only
         node, subschema = filled, {"properties": schema.properties}
         for part in parts[:-1]:
             subschema = maker.resolved(subschema).get("properties", {}).get(part)
-            if subschema is None or not isinstance(node.setdefault(part, {}), dict):
+            if subschema is None or (part not in node and not owned) or not isinstance(node.setdefault(part, {}),
+                                                                                         dict):
                 break
             node = node[part]
         else:
