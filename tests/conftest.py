@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from support.cloudcontrol.client import StandIn, start_cloudcontrol
 from support.processes import Agent, free_port
 
 
@@ -96,3 +97,17 @@ def compat_plugin(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(COMPAT_PLUGIN_PATH),
                                                                     os.environ.get("PYTHONPATH")])))
     return COMPAT_PLUGIN_PATH
+
+
+@pytest.fixture(scope="module")
+def cloudcontrol_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
+    """The Cloud Control stand-in (``support.cloudcontrol``) as its own process, one per test module."""
+    with start_cloudcontrol(tmp_path_factory.mktemp("cloudcontrol") / "cloudcontrol.log") as standin:
+        yield standin
+
+
+@pytest.fixture
+def cloudcontrol(cloudcontrol_server: StandIn) -> StandIn:
+    """The module's Cloud Control stand-in, emptied and with its faults and timing reset for this test."""
+    cloudcontrol_server.reset()
+    return cloudcontrol_server

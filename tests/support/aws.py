@@ -108,12 +108,12 @@ cli {{ api {{ url = "http://localhost"; port = {port} }} }}
 
 
 @contextmanager
-def aws_agent(directory: Path) -> Iterator[Agent]:
+def aws_agent(directory: Path, env: dict[str, str] | None = None) -> Iterator[Agent]:
     """A started agent with the AWS plugin (``agent_config_pkl``, its files in ``directory``) on a free port, and
-    stopped after; run it inside ``isolated_aws_home``, whose environment it inherits."""
+    stopped after; run it inside ``isolated_aws_home``, whose environment it inherits (plus ``env``)."""
     port = free_port()
     agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port), port=port,
-                  log=directory / "agent.log").start()
+                  log=directory / "agent.log", env=dict(env or {})).start()
     try:
         yield agent
     finally:

@@ -11,7 +11,7 @@ import pytest
 from svc.engine.gateway import PluginGateway, PluginLimits
 from svc.engine.operations import Attempt, Guard, RetryPolicy, Step
 from svc.plugins.runner import Call, PluginCallError
-from svc.plugins.sdk import ErrorCode, ListResult, Progress, ReadResult, Status
+from svc.plugins.sdk import ErrorCode, ListResult, Operation, Progress, ReadResult, Status
 
 FAST = RetryPolicy(max_retries=2, retry_delay=0.0, status_interval=0.0, call_timeout=7.0)
 
@@ -138,3 +138,24 @@ def test_a_plugin_added_at_run_time_is_started_served_and_forgotten_once_removed
         assert set(gateway.processes()) == {"FAKE"} and gateway.find("fake") is not None
 
     asyncio.run(scenario())
+
+
+def _created(runner: Scripted) -> Progress:
+    async def record(attempt: Attempt, progress: Progress | None) -> None:
+        return None
+
+    return asyncio.run(_gateway(runner).plugin("FAKE").create("FAKE::Test::Item", {}, "a", {},
+                                                               Attempt("create", "cmd-k-create"), record,
+                                                               Step(Guard(), "k")))
+
+
+def test_an_operation_that_ended_failed_is_issued_again_and_a_failed_poll_is_polled_again() -> None:
+    ended = Progress.failure(ErrorCode.THROTTLING, "the provider was throttled", operation=Operation.CREATE)
+    runner = Scripted(create=[Progress(Status.IN_PROGRESS, request_id="r-1"),
+                              Progress(Status.IN_PROGRESS, request_id="r-2")],
+                      status=[ended, Progress.failure(ErrorCode.THROTTLING, "slow down", operation=Operation.STATUS),
+                              Progress(Status.SUCCESS, native_id="n-2")])
+    assert _created(runner).native_id == "n-2"
+    assert [(operation, call.request_token) for operation, call in runner.calls] == [
+        ("create", "cmd-k-create"), ("status", None), ("create", "cmd-k-create.2"), ("status", None),
+        ("status", None)]

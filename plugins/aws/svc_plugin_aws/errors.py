@@ -137,6 +137,23 @@ _EXACT: dict[str, ErrorCode] = {
     "Unavailable": ErrorCode.SERVICE_INTERNAL_ERROR,
     "RequestTimeout": ErrorCode.SERVICE_TIMEOUT,
     "RequestTimeoutException": ErrorCode.SERVICE_TIMEOUT,
+    # Cloud Control: its exceptions are the handler error codes' names with "Exception"; the shapes above would
+    # take TypeNotFound for a missing resource and UnsupportedAction for nothing at all
+    "TypeNotFoundException": ErrorCode.INVALID_REQUEST,  # no such registry type: the forma names it wrongly
+    "UnsupportedActionException": ErrorCode.INVALID_REQUEST,  # e.g. a type without an update or list handler
+    "PrivateTypeException": ErrorCode.INVALID_REQUEST,
+    "ClientTokenConflictException": ErrorCode.INVALID_REQUEST,  # the token was used for another request
+    "ConcurrentOperationException": ErrorCode.RESOURCE_CONFLICT,
+    "ResourceConflictException": ErrorCode.RESOURCE_CONFLICT,
+    "NotUpdatableException": ErrorCode.NOT_UPDATABLE,
+    "NotStabilizedException": ErrorCode.NOT_STABILIZED,
+    "NetworkFailureException": ErrorCode.NETWORK_FAILURE,
+    "InvalidCredentialsException": ErrorCode.INVALID_CREDENTIALS,
+    "GeneralServiceException": ErrorCode.GENERAL_SERVICE_EXCEPTION,
+    "HandlerFailureException": ErrorCode.GENERAL_SERVICE_EXCEPTION,
+    "HandlerInternalFailureException": ErrorCode.SERVICE_INTERNAL_ERROR,
+    "ServiceInternalErrorException": ErrorCode.SERVICE_INTERNAL_ERROR,
+    "RequestTokenNotFoundException": ErrorCode.NOT_FOUND,
 }
 
 
@@ -178,6 +195,15 @@ def code_of(error: ClientError) -> ErrorCode:
     if status >= 500:
         return ErrorCode.SERVICE_INTERNAL_ERROR
     return ErrorCode.GENERAL_SERVICE_EXCEPTION
+
+
+def handler_error_code(code: str | None) -> ErrorCode:
+    """A CloudFormation handler error code (a failed Cloud Control request's ``ErrorCode``) as the contract's: they
+    are spelled alike; one this plugin does not know is a general service error."""
+    try:
+        return ErrorCode(code or "")
+    except ValueError:
+        return ErrorCode.GENERAL_SERVICE_EXCEPTION
 
 
 def message_of(error: ClientError) -> str:

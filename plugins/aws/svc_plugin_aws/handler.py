@@ -1,9 +1,14 @@
-"""The per-type handler interface and registry: a resource type is one module under ``handlers/``.
+"""The per-type handler interface: a native type is one module under ``handlers/``, every other type is served
+by the generic Cloud Control handler (``cloudcontrol/``); ``routing`` declares which is which.
 
-A handler is a class with ``type_name`` (the CloudFormation type) and five plain methods over
+A native handler is a class with ``type_name`` (the CloudFormation type) and five plain methods over
 PascalCase property dicts. It raises boto3's own exceptions freely (``Plugin`` maps them to error codes)
 and knows nothing of request tokens, journals, pages or progress: the ``Plugin`` does that once for all.
-``@register`` adds an instance to the registry; ``handlers/__init__.py`` imports every module of the package.
+
+A provider that finishes a change after its call returns (Cloud Control) overrides the ``start_*`` methods
+and ``follow`` instead: the call answers ``Started`` with the provider's request to follow, which the
+``Plugin`` journals and follows when the agent polls ``status`` — the same polling that waits for a native
+resource to be ``ready``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from svc.plugins.sdk import Json
+from svc.plugins.sdk import Json, PluginError
 from svc_plugin_aws.session import Aws
 
 
@@ -39,10 +44,26 @@ class Change:
         return key in self.touched
 
 
+@dataclass(frozen=True)
+class Started:
+    """What a mutating call left behind: the resource's native id when known, and the provider's request to
+    ``follow`` when the provider finishes the work after the call returned (empty: the work is done)."""
+
+    native_id: str = ""
+    request: str = ""
+
+
+class RequestFailed(PluginError):
+    """The provider finished a request a ``start_*`` method returned, and it failed (not a failed call to ask)."""
+
+
 class Handler:
     """One resource type. Override what it supports; the defaults refuse."""
 
     type_name: ClassVar[str] = ""
+    # True when the provider itself keeps the agent's request token (Cloud Control's ClientToken): a call
+    # interrupted before it answered may be sent again with the same token, it cannot act twice.
+    provider_keeps_tokens: ClassVar[bool] = False
 
     def create(self, aws: Aws, label: str, properties: Json) -> str:
         """Creates the resource; returns its native id (the value at the schema's identifier)."""
@@ -68,19 +89,23 @@ class Handler:
         """Whether a created or updated resource is usable; False makes the agent poll ``status``."""
         return True
 
+    # -- the calls as the ``Plugin`` makes them: a native handler's work is done when its method returns ------
 
-REGISTRY: dict[str, Handler] = {}
+    def start_create(self, aws: Aws, label: str, properties: Json, token: str) -> Started:
+        return Started(self.create(aws, label, properties))
 
+    def start_update(self, aws: Aws, change: Change, token: str) -> Started:
+        self.update(aws, change)
+        return Started(change.native_id)
 
-def register(cls: type[Handler]) -> type[Handler]:
-    """Class decorator: one instance of the handler serves every call of its type."""
-    if not cls.type_name:
-        raise ValueError(f"{cls.__name__} has no type_name")
-    if cls.type_name in REGISTRY:
-        raise ValueError(f"{cls.type_name} is handled twice ({type(REGISTRY[cls.type_name]).__name__}, "
-                         f"{cls.__name__})")
-    REGISTRY[cls.type_name] = cls()
-    return cls
+    def start_delete(self, aws: Aws, native_id: str, token: str) -> Started:
+        self.delete(aws, native_id)
+        return Started(native_id)
+
+    def follow(self, aws: Aws, request: str) -> Started:
+        """The state of a request a ``start_*`` method returned: ``request`` empty once the provider finished
+        it; ``RequestFailed`` when it failed."""
+        raise NotImplementedError
 
 
 def compact(properties: dict[str, Any]) -> Json:

@@ -8,6 +8,7 @@ slow (tens of milliseconds) and boto3 clients are safe to share between threads.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,16 @@ class Target:
         return cls(region, config.get("Profile") or None, config.get("EndpointUrl") or None)
 
 
+def endpoint_url(target: Target, service: str) -> str | None:
+    """The target's ``EndpointUrl``, unless botocore's service-specific variable (``AWS_ENDPOINT_URL_<SERVICE>``,
+    e.g. ``AWS_ENDPOINT_URL_CLOUDCONTROL``) names one for ``service``: then botocore's own resolution, which reads
+    it, wins (an explicit endpoint would override it). So one target can reach, say, moto for the native types
+    and a Cloud Control endpoint of its own."""
+    if os.environ.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}"):
+        return None
+    return target.endpoint_url
+
+
 @dataclass
 class Aws:
     """The clients of one target, made on first use."""
@@ -58,7 +69,7 @@ class Aws:
             found = self._clients.get(service)
             if found is None:
                 found = self.session.client(service, region_name=self.target.region,
-                                            endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
+                                            endpoint_url=endpoint_url(self.target, service), config=_BOTO_CONFIG)
                 self._clients[service] = found
             return found
 

@@ -9,7 +9,8 @@ process of their own) share one error mapping; the gateway sees only their proto
 * ``drive`` (create, update, delete): a recoverable failure is retried after ``retry_delay`` (Throttling:
   exponential, capped at 30 s) up to ``max_retries`` times; each re-issue carries a fresh token (the failed
   one would replay the failure). ``InProgress``/``Pending`` answers are polled with ``status`` every
-  ``status_interval``; polls that report progress spend no attempt. Every token and request id is handed to
+  ``status_interval``; polls that report progress spend no attempt. A poll that fails is polled again; an
+  operation the poll reports ended failed is issued again like a failed call. Every token and request id is handed to
   ``record`` before the agent waits on it, so a restarted agent asks ``status`` about it instead of issuing
   the call again (``resume``). A cancel reaches an operation through its command's ``Guard``
   (``operations``): no call is issued once the command is canceled, and a wait for a retry ends at once
@@ -30,7 +31,7 @@ from typing import Any
 from svc.engine.operations import Attempt, RetryPolicy, Step
 from svc.engine.ratelimit import NamespaceLimits
 from svc.plugins.runner import Call, PluginCallError, PluginRunner
-from svc.plugins.sdk import ErrorCode, ListResult, Progress, ReadResult, Status, is_recoverable
+from svc.plugins.sdk import ErrorCode, ListResult, Operation, Progress, ReadResult, Status, is_recoverable
 
 Json = dict[str, Any]
 Record = Callable[[Attempt, Progress | None], Awaitable[None]]
@@ -133,9 +134,12 @@ class PluginAccess:
                 return progress
             if not is_recoverable(progress.error_code) or attempt.number >= policy.max_attempts:
                 return progress
-            # A status check that failed leaves the operation under way (it is followed to its end); a failed
-            # call leaves nothing running until it is issued again.
-            repoll = polling and progress.error_code is not ErrorCode.NOT_FOUND
+            # A status check that failed (the plugin's ``status`` raised: the failure's operation is Status) leaves
+            # the operation under way (it is followed to its end); a failed call, or an operation the plugin says
+            # ended failed (a provider's request that failed throttled, say), leaves nothing running until it is
+            # issued again.
+            repoll = polling and progress.operation is Operation.STATUS \
+                and progress.error_code is not ErrorCode.NOT_FOUND
             if not repoll:
                 step.leave()
             await record(attempt, progress)

@@ -55,8 +55,12 @@ class Journal:
     def begin(self, token: str, op: str, native_id: str) -> None:
         self._write(token, {"state": "pending", "op": op, "nativeId": native_id, "at": time.time()})
 
-    def finish(self, token: str, op: str, native_id: str, result: dict[str, Any]) -> None:
-        self._write(token, {"state": "done", "op": op, "nativeId": native_id, "at": time.time(), "result": result})
+    def finish(self, token: str, op: str, native_id: str, result: dict[str, Any], *, follow: str = "") -> None:
+        """``follow``: the provider's own handle on a call it finishes later (what the plugin asks it about)."""
+        entry = {"state": "done", "op": op, "nativeId": native_id, "at": time.time(), "result": result}
+        if follow:
+            entry["follow"] = follow
+        self._write(token, entry)
 
     def _write(self, token: str, entry: dict[str, Any]) -> None:
         handle, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")

@@ -1,18 +1,5 @@
-"""Every resource type of the plugin: one module each, registered with ``@register`` when imported.
+"""The native resource types: one module each, a ``Handler`` subclass per CloudFormation type.
 
-Importing this package imports every module in it, so adding a type is adding a module (and its Pkl
-schema module under ``schema/``); nothing else lists the types.
+``svc_plugin_aws.routing`` declares which types these modules serve; every other type goes through Cloud
+Control. Adding a native type is adding a module here (and its Pkl schema module) and its line in the table.
 """
-
-from __future__ import annotations
-
-import importlib
-import pkgutil
-
-from svc_plugin_aws.handler import REGISTRY, Handler
-
-
-def load_all() -> dict[str, Handler]:
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-    return REGISTRY

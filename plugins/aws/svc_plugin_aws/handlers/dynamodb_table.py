@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import ErrorCode, Json, PluginError
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.rollback import undone_on_failure
 from svc_plugin_aws.session import Aws
@@ -57,7 +57,6 @@ def _provisioned(properties: Json) -> bool:
     return (properties.get("BillingMode") or "PROVISIONED") == "PROVISIONED"
 
 
-@register
 class Table(Handler):
     type_name = "AWS::DynamoDB::Table"
 

@@ -7,11 +7,10 @@ from collections.abc import Iterable
 
 from svc.plugins.sdk import Json
 from svc_plugin_aws import ec2, tags
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.session import Aws
 
 
-@register
 class InternetGateway(Handler):
     type_name = "AWS::EC2::InternetGateway"
 

@@ -9,12 +9,11 @@ from typing import Any
 
 from svc.plugins.sdk import Json
 from svc_plugin_aws import ec2, tags
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
 
-@register
 class SecurityGroup(Handler):
     type_name = "AWS::EC2::SecurityGroup"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from svc.plugins.sdk import ErrorCode, Json, PluginError
 from svc_plugin_aws import ec2
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.session import Aws
 
 
@@ -39,7 +39,6 @@ def _permission(properties: Json) -> Json:
     return permission
 
 
-@register
 class SecurityGroupIngress(Handler):
     type_name = "AWS::EC2::SecurityGroupIngress"
 

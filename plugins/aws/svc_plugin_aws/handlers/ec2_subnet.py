@@ -7,13 +7,12 @@ from typing import Any
 
 from svc.plugins.sdk import Json
 from svc_plugin_aws import ec2, tags
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.session import Aws
 
 _BOOLEAN_ATTRIBUTES = ("MapPublicIpOnLaunch", "AssignIpv6AddressOnCreation", "EnableDns64")
 
 
-@register
 class Subnet(Handler):
     type_name = "AWS::EC2::Subnet"
 

@@ -7,13 +7,12 @@ from typing import Any
 
 from svc.plugins.sdk import Json
 from svc_plugin_aws import ec2, tags
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.session import Aws
 
 _ATTRIBUTES = {"EnableDnsSupport": "enableDnsSupport", "EnableDnsHostnames": "enableDnsHostnames"}
 
 
-@register
 class VPC(Handler):
     type_name = "AWS::EC2::VPC"
 

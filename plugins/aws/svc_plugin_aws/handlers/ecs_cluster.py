@@ -12,7 +12,7 @@ from typing import Any
 
 from svc.plugins.sdk import ErrorCode, Json, PluginError
 from svc_plugin_aws import tags
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -30,7 +30,6 @@ def _strategy(properties: Json) -> list[dict[str, Any]]:
              "base": item.get("Base") or 0} for item in properties.get("DefaultCapacityProviderStrategy") or []]
 
 
-@register
 class Cluster(Handler):
     type_name = "AWS::ECS::Cluster"
 

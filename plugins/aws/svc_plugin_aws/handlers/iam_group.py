@@ -9,14 +9,13 @@ from botocore.exceptions import ClientError
 
 from svc.plugins.sdk import Json
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.iam import Principal
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.rollback import undone_on_failure
 from svc_plugin_aws.session import Aws
 
 
-@register
 class Group(Handler):
     type_name = "AWS::IAM::Group"
 

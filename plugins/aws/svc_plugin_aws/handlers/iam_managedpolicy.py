@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from svc.plugins.sdk import Json
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.iam import attaching, document_text
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.rollback import undone_on_failure
@@ -22,7 +22,6 @@ _ENTITIES = {"Roles": ("PolicyRoles", "RoleName", "role"), "Groups": ("PolicyGro
              "Users": ("PolicyUsers", "UserName", "user")}
 
 
-@register
 class ManagedPolicy(Handler):
     type_name = "AWS::IAM::ManagedPolicy"
 

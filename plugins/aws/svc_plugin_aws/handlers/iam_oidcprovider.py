@@ -10,11 +10,10 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.session import Aws
 
 
-@register
 class OIDCProvider(Handler):
     type_name = "AWS::IAM::OIDCProvider"
 

@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.iam import Principal, document_text
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.rollback import undone_on_failure
@@ -21,7 +21,6 @@ DEFAULT_SESSION_SECONDS = 3600
 AWS_OWNED_PATHS = ("/aws-service-role/", "/aws-reserved/")
 
 
-@register
 class Role(Handler):
     type_name = "AWS::IAM::Role"
 

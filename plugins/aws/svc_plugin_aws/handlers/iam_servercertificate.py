@@ -10,12 +10,11 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import ErrorCode, Json, PluginError
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
 
-@register
 class ServerCertificate(Handler):
     type_name = "AWS::IAM::ServerCertificate"
 

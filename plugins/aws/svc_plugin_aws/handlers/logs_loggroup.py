@@ -8,7 +8,7 @@ from typing import Any
 
 from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -27,7 +27,6 @@ def _unstarred(arn: str) -> str:
     return arn[:-2] if arn.endswith(":*") else arn
 
 
-@register
 class LogGroup(Handler):
     type_name = "AWS::Logs::LogGroup"
 

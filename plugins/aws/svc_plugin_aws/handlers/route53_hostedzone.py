@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.rollback import undone_on_failure
 from svc_plugin_aws.session import Aws
 
@@ -29,7 +29,6 @@ def _vpc(item: Json) -> dict[str, str]:
     return {"VPCId": str(item["VPCId"]), "VPCRegion": str(item["VPCRegion"])}
 
 
-@register
 class HostedZone(Handler):
     type_name = "AWS::Route53::HostedZone"
 

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import ErrorCode, Json, PluginError
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import code_of, is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -52,7 +52,6 @@ def _optional(call: Any, **kwargs: Any) -> dict[str, Any] | None:
         raise
 
 
-@register
 class Bucket(Handler):
     type_name = "AWS::S3::Bucket"
 

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import ErrorCode, Json, PluginError
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -27,7 +27,6 @@ _PASSWORD_OPTIONS = ("ExcludeCharacters", "ExcludeLowercase", "ExcludeNumbers", 
                      "ExcludeUppercase", "IncludeSpace", "PasswordLength", "RequireEachIncludedType")
 
 
-@register
 class Secret(Handler):
     type_name = "AWS::SecretsManager::Secret"
 

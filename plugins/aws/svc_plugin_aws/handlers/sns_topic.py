@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -32,7 +32,6 @@ def _subscriptions(sns: Any, arn: str) -> list[Json]:
     return found
 
 
-@register
 class Topic(Handler):
     type_name = "AWS::SNS::Topic"
 

@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 from svc.plugins.sdk import Json
 from svc_plugin_aws import tags
 from svc_plugin_aws.errors import is_not_found
-from svc_plugin_aws.handler import Change, Handler, compact, register
+from svc_plugin_aws.handler import Change, Handler, compact
 from svc_plugin_aws.names import generated
 from svc_plugin_aws.session import Aws
 
@@ -48,7 +48,6 @@ def _name(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[-1]
 
 
-@register
 class Queue(Handler):
     type_name = "AWS::SQS::Queue"
 

@@ -1,0 +1,85 @@
+"""Minimal valid properties (tests/support/cloudcontrol/examples.py) for every registry type Cloud Control can
+create and read: what the all-types sweep creates must pass the type's own schema, checked here with jsonschema
+alone (no server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.cloudcontrol.examples import example_for
+from support.cloudcontrol.patterns import matching_string
+from support.cloudcontrol.registry import registry
+from support.cloudcontrol.validation import model_errors
+
+IN_SCOPE_TYPES = 1737  # cfn-lint 1.58.0: 1,854 types, these with create and read handlers (issue 26)
+
+
+def test_the_pinned_registry_has_the_types_issue_26_counts():
+    assert len(registry().type_names()) == 1854
+    assert len(registry().in_scope_type_names()) == IN_SCOPE_TYPES
+
+
+def test_every_type_gets_minimal_properties_and_second_values_its_schema_accepts():
+    failures: dict[str, str] = {}
+    for type_name in registry().in_scope_type_names():
+        schema = registry().schema(type_name)
+        try:
+            example = example_for(schema)
+        except Exception as error:  # noqa: BLE001 (collected: the assertion names every type that fails)
+            failures[type_name] = f"no example: {error}"
+            continue
+        missing = set(schema.required) - set(example.properties)
+        given_read_only = set(example.properties) & schema.read_only
+        models = {"minimal": example.properties}
+        for label, change in (("mutable", example.mutable), ("create-only", example.create_only)):
+            if change is not None:
+                models[label] = {**example.properties, change.name: change.after}
+                if change.after == change.before:
+                    failures[type_name] = f"{label} {change.name}: the second value is the first"
+        errors = {label: model_errors(schema, model) for label, model in models.items()}
+        if missing or given_read_only or any(errors.values()):
+            failures[type_name] = f"missing {missing}, read-only given {given_read_only}, errors {errors}"
+    assert failures == {}
+
+
+def test_examples_are_the_same_on_every_run():
+    for type_name in ("AWS::EC2::Instance", "AWS::ECS::Service", "AWS::Lambda::Function", "AWS::MSK::Replicator"):
+        schema = registry().schema(type_name)
+        assert example_for(schema) == example_for(schema)
+
+
+def test_a_mutable_change_is_neither_create_only_nor_read_only_nor_write_only():
+    schema = registry().schema("AWS::Logs::LogGroup")
+    example = example_for(schema)
+    assert example.mutable is not None and example.create_only is not None
+    assert example.mutable.name not in schema.create_only | schema.read_only | schema.write_only
+    assert example.create_only.name in schema.create_only
+
+
+def test_the_schema_check_names_what_is_wrong():
+    schema = registry().schema("AWS::Logs::LogGroup")
+    assert model_errors(schema, {"RetentionInDays": "long"}) == [
+        "#/RetentionInDays: failed validation constraint for keyword [enum]",
+        "#/RetentionInDays: expected type: Integer, found: String"]
+    assert model_errors(schema, {"LogGroupClass": "HOT"}) == [
+        "#/LogGroupClass: failed validation constraint for keyword [enum]"]
+    assert model_errors(schema, {"Colour": "red"}) == ["#: extraneous key [Colour] is not permitted"]
+    assert model_errors(registry().schema("AWS::IAM::Role"), {}) == [
+        "#: required key [AssumeRolePolicyDocument] not found"]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (r"^[a-z][a-z0-9-]{2,5}$", "aaa"),
+    (r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$", "arn:aws:iam::000000000000:role/a"),
+    (r"^(?!aws:)[A-Za-z]+$", "a"),
+    (r"^(GET|PUT)$", "GET"),
+])
+def test_a_pattern_gets_its_shortest_readable_match(pattern: str, expected: str):
+    assert matching_string(pattern) == expected
+    second = matching_string(pattern, variant=1)
+    assert second is not None and second != expected
+
+
+def test_a_pattern_match_meets_a_minimum_length_and_java_patterns_are_left_to_the_caller():
+    assert matching_string(r"^[a-z]+$", min_length=5) == "aaaaa"
+    assert matching_string(r"^[\p{L}]+$") is None
