@@ -22,9 +22,9 @@ from support.aws import boto_client, isolated_aws_home, run_id
 from support.aws_conformance import CASES
 from support.aws_data_cases import DATA_CASES, secret_value
 from support.aws_identity_cases import IDENTITY_CASES, private_key
-from support.conformance import Bench, Case, bench, discovery_phase, extract_phase, run_conformance
 from support.moto import moto_server
 from support.secrets_scan import assert_nowhere
+from svc.plugins.conformance import Bench, Case, bench, discovery_phase, extract_phase, run_conformance
 
 TABLE: dict[str, Callable[[str, str], Case]] = {**CASES, **DATA_CASES, **IDENTITY_CASES}
 MACHINE = ("--output-consumer", "machine")

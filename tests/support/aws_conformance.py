@@ -1,4 +1,4 @@
-"""Conformance cases of the AWS plugin against moto: a ``support.conformance.Case`` per resource type.
+"""Conformance cases of the AWS plugin against moto: a ``svc.plugins.conformance.Case`` per resource type.
 
 ``aws_case`` fills in what every AWS case shares (namespace, target on the moto server, the ``@aws``
 import); a type module gives its three Pkl variants, the properties they read back as, and how boto3
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from support.aws import boto_client, target_config, target_pkl
-from support.conformance import Case
+from svc.plugins.conformance import Case
 
 Json = dict[str, Any]
 

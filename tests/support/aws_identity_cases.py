@@ -14,7 +14,7 @@ from typing import Any
 
 from support.aws import boto_client
 from support.aws_conformance import aws_case, tags
-from support.conformance import Case
+from svc.plugins.conformance import Case
 
 Json = dict[str, Any]
 
