@@ -1,5 +1,6 @@
 """``svc plugin``: ``list`` the plugins installed with this CLI (local); ``install``, ``update``, ``uninstall`` and
-``search`` ask the agent, which installs into its own environment and starts or stops the plugins at once.
+``search`` ask the agent, which installs into its own environment and starts or stops the plugins at once; ``init``
+and ``test`` are for plugin authors (a new plugin distribution; the conformance kit on an installed plugin), local.
 
 The package source is named as for ``svc upgrade`` (``--index-url`` / ``--find-links``, else ``cli.upgrade`` in
 the CLI config); when neither names one, the agent uses the source its own svc came from.
@@ -23,7 +24,7 @@ from svc.cli.package_options import FindLinksOption, IndexUrlOption, named_sourc
 from svc.config import load_cli_config
 
 plugin_app = typer.Typer(help="Resource plugins: list the installed ones; install, update, uninstall and search "
-                              "through the agent.", no_args_is_help=True)
+                              "through the agent; init and test your own.", no_args_is_help=True)
 _SHOWN_TYPES = 8  # a plugin with hundreds of types still gets one readable row
 # pip downloads and installs while the request waits; the agent answers when the plugin runs (or why not).
 _PIP_TIMEOUT = httpx.Timeout(900.0, connect=5.0)
@@ -164,3 +165,41 @@ def search(query: Annotated[str, typer.Argument(help="Words to look for in names
         response = client.request("GET", "/plugins", params=params, timeout=_PIP_TIMEOUT)
         raise_for(response, "plugin search")
     emit(response.json(), output_consumer, output_schema, _search_table)
+
+
+@plugin_app.command("init")
+def init(name: Annotated[str, typer.Argument(help="The plugin's name: lowercase letters and digits (e.g. notes: "
+                                                  "namespace NOTES).", show_default=False)],
+         directory: Annotated[Path | None, typer.Argument(help="Where to write it (default: ./svc-plugin-NAME).",
+                                                          show_default=False)] = None,
+         force: Annotated[bool, typer.Option("--force", help="Write into a directory that is not empty.")] = False,
+         ) -> None:
+    """Scaffold a plugin distribution that works as it is: a handler, its Pkl schema, a manifest and a test."""
+    from svc.plugins.scaffold import ScaffoldError, scaffold
+
+    try:
+        plugin, root, written = scaffold(name, directory, force=force)
+    except ScaffoldError as error:
+        raise CliError(str(error)) from None
+    console.print(f"Wrote {plugin.distribution} (namespace {plugin.namespace}, {len(written)} files) to {root}.")
+    console.print(f"Next: cd {root} && pip install -e '.[test]' && pytest   (or: svc plugin test {root})")
+
+
+@plugin_app.command("test")
+def test(plugin: Annotated[str, typer.Argument(help="An installed plugin's namespace, or a plugin distribution's "
+                                                    "directory.")] = ".",
+         types: Annotated[list[str] | None, typer.Option("--types", help="Only these resource types (repeat, or "
+                                                                          "separate with commas).")] = None,
+         keep: Annotated[Path | None, typer.Option("--keep", help="Run in this directory and keep it (the agent's "
+                                                                  "log and database, the formas).")] = None) -> None:
+    """Run the conformance kit on an installed plugin: every phase of each resource type its cases cover, through a
+    real agent started here; a per-type, per-phase report, and a non-zero exit when a phase fails."""
+    from svc.plugins.conformance.command import run
+    from svc.plugins.conformance.suite import KitError
+
+    wanted = [name.strip() for value in types or [] for name in value.split(",") if name.strip()]
+    try:
+        code = run(plugin, wanted, keep)
+    except KitError as error:
+        raise CliError(str(error)) from None
+    raise typer.Exit(code)

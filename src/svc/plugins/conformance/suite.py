@@ -134,9 +134,22 @@ def check_plugin(plugin: str, directory: Path, types: Sequence[str] = (),
 
 
 def _run_case(case: Case, directory: Path, shared: Bench) -> None:
-    """Each group of phases runs even when an earlier group failed (they use resources of their own)."""
+    """Each group of phases runs even when an earlier group failed (they use stacks of their own)."""
     for group in (run_conformance, discovery_phase, extract_phase):
         try:
             group(case, directory, shared)
         except ConformanceFailure:
-            pass  # kept in case.results
+            pass  # the outcome is kept in case.results
+        _clean_up(case, shared)
+
+
+def _clean_up(case: Case, shared: Bench) -> None:
+    """What a group left behind on its stack (the adopted resource; whatever a failure left), destroyed as far as
+    the agent can: the next group declares the same resource, and one left over would make its create fail."""
+    for suffix in ("", "-discovery", "-extract"):  # the stacks of the three groups (see phases._bench_for)
+        b = shared.with_case(replace(case, stack=f"{case.stack}{suffix}"))
+        for variant in ("replace", "base"):
+            try:
+                b.destroy(variant)
+            except Exception:  # noqa: BLE001, S112 - best effort: the failure that matters is already reported
+                continue
