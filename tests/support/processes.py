@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import pty
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from svc.plugins.conformance.bench import stop_agent
 
 SVC = str(Path(sys.executable).parent / "svc")
 
@@ -164,13 +165,7 @@ class Agent:
         return self.process.wait(timeout=timeout)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_agent(self.process)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""

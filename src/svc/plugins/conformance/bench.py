@@ -32,6 +32,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def stop_agent(process: subprocess.Popen[bytes] | None) -> None:
+    """Stops an agent as an operator does (SIGTERM: it finishes what it is writing), killing it if it hangs."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @dataclass
 class AgentProcess:
     """``svc agent start --config CONFIG``, its output in ``log``."""
@@ -63,13 +74,7 @@ class AgentProcess:
         raise ConformanceFailure(f"the agent was not healthy after {_HEALTHY_WITHIN:.0f}s:\n{self.output()}")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_agent(self.process)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
