@@ -57,10 +57,8 @@ def standalone_policies(datastore: Datastore) -> list[dict[str, Any]]:
     while True:
         policies = datastore.list_policies(cursor=cursor, limit=_POLICY_PAGE)
         for policy in policies.items:
-            entry: dict[str, Any] = {"Label": policy.label, "Type": policy.policy_type, "Config": policy_json(policy)}
-            if users.get(policy.id):
-                entry["AttachedStacks"] = users[policy.id]
-            listed.append(entry)
+            listed.append(wire.PolicyView(Label=policy.label, Type=policy.policy_type, Config=policy_json(policy),
+                                          AttachedStacks=users.get(policy.id) or None).to_json())
         if (cursor := policies.next_cursor) is None:
             return listed
 

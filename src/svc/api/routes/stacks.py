@@ -13,6 +13,7 @@ from svc.api.responses import JSONResponse
 from svc.datastore import Datastore
 from svc.engine.drift import Drifted, drift, drift_patch, observed
 from svc.engine.service import JobNotRunning
+from svc.model import wire
 
 router = APIRouter()
 
@@ -23,26 +24,24 @@ _DRIFT_SUMMARY = ("Resources of the stack changed since its last reconcile by an
                   "as hashes). 404 for an unknown stack.")
 
 
-def _entry(item: Drifted, names: ReferenceNames) -> dict[str, Any]:
+def _entry(item: Drifted, names: ReferenceNames) -> wire.DriftedResource:
     current = item.current
-    entry: dict[str, Any] = {"Stack": current.stack, "Type": current.type, "Label": current.label,
-                             "Operation": item.operation}
+    entry = wire.DriftedResource(Stack=current.stack, Type=current.type, Label=current.label,
+                                 Operation=item.operation)
     if item.operation == "update":
-        properties = resource_json(current, names)["Properties"]
-        old = resource_json(item.baseline, names)["Properties"] if item.baseline is not None else None
-        entry["Properties"] = properties
-        if old is not None:
-            entry["OldProperties"] = old
-        entry["PatchDocument"] = drift_patch(observed(dict(item.baseline.properties)) if item.baseline else {},
-                                             observed(dict(current.properties)))
+        entry.Properties = resource_json(current, names)["Properties"]
+        if item.baseline is not None:
+            entry.OldProperties = resource_json(item.baseline, names)["Properties"]
+        entry.PatchDocument = drift_patch(observed(dict(item.baseline.properties)) if item.baseline else {},
+                                          observed(dict(current.properties)))
     return entry
 
 
-def _drift(store: Datastore, stack: str) -> list[dict[str, Any]] | None:
+def _drift(store: Datastore, stack: str) -> wire.StackDriftView | None:
     if store.get_stack(stack) is None and not store.count_resources(stack=stack):
         return None
     names = ReferenceNames(store)
-    return [_entry(item, names) for item in drift(store, stack)]
+    return wire.StackDriftView(ModifiedResources=[_entry(item, names) for item in drift(store, stack)])
 
 
 @router.get("/stacks/{stack}/drift", summary=_DRIFT_SUMMARY)
@@ -51,7 +50,7 @@ async def stack_drift(request: Request, stack: str) -> dict[str, Any]:
     found = await deps.in_thread(_drift, deps.datastore(request), stack)
     if found is None:
         raise nothing_found(f"No stack named {stack}")
-    return {"ModifiedResources": found}
+    return found.to_json()
 
 
 @router.post("/stacks/{stack}/reconcile",
