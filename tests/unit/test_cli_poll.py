@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from svc.cli import watch
+from svc.model.wire import CommandView
 
 
 class Clock:
@@ -35,12 +36,12 @@ def agent(clock: Clock, *, honours_wait: bool, work: float, ends_after: float = 
     command ends (at ``ends_after``) or the wait is over."""
     asked: list[float] = []
 
-    def fetch(wait: float) -> dict[str, Any]:
+    def fetch(wait: float) -> CommandView:
         asked.append(wait)
         if honours_wait:
             clock.now = min(clock.now + wait, max(clock.now, ends_after))
         clock.now += work
-        return {"State": "Success" if clock.now >= ends_after else "InProgress"}
+        return CommandView(CommandId="c", Command="apply", State="Success" if clock.now >= ends_after else "InProgress")
 
     fetch.asked = asked  # type: ignore[attr-defined]
     return fetch
@@ -58,14 +59,14 @@ def test_a_follower_with_nothing_to_show_waits_from_the_first_poll(clock: Clock)
     """``--wait`` and the line output: a command shorter than the pause is asked about once, after its end, so the
     poll costs its execution nothing."""
     poll, fetch = watch._Poll(at_once=False), agent(clock, honours_wait=True, work=0.0, ends_after=0.1)
-    assert poll(fetch)["State"] == "Success"
+    assert poll(fetch).State == "Success"
     assert fetch.asked == [0.25] and clock.now == pytest.approx(0.1)
 
 
 def test_the_end_is_seen_when_it_happens_not_a_pause_later(clock: Clock) -> None:
     poll, fetch = watch._Poll(), agent(clock, honours_wait=True, work=0.0, ends_after=0.1)
-    assert poll(fetch)["State"] == "InProgress"
-    assert poll(fetch)["State"] == "Success"
+    assert poll(fetch).State == "InProgress"
+    assert poll(fetch).State == "Success"
     assert clock.now == pytest.approx(0.1)
 
 

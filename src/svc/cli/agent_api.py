@@ -1,16 +1,26 @@
-"""The agent's command and inventory endpoints, as the CLI calls them. Errors are ``CliError`` lines."""
+"""The agent's command and inventory endpoints, as the CLI calls them: each answer decoded into its wire shape
+(``svc.cli.answers``). Errors are ``CliError`` lines."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 from svc.cli.agent_errors import raise_for
+from svc.cli.answers import Shape, decode, decode_list
 from svc.cli.client import AgentClient
+from svc.model.wire import (
+    CancelCommandResponse,
+    CommandView,
+    ListCommandStatusResponse,
+    StackDriftView,
+    SubmitCommandResponse,
+)
 
 
 def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, Any] | None = None,
-           simulate: bool = False, **fields: str | bool | None) -> dict[str, Any]:
+           simulate: bool = False, **fields: str | bool | None) -> SubmitCommandResponse:
     """``POST /commands``: the multipart form with the forma as ``file=forma.json``; the
     ``SubmitCommandResponse``."""
     data = {"command": command, "simulate": _bool(simulate)}
@@ -26,22 +36,22 @@ def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, A
         data.pop("command")
     response = client.request("POST", "/commands", data=data, files=files)
     raise_for(response, action)
-    return response.json()
+    return decode(SubmitCommandResponse, response.content, "POST /commands")
 
 
-def command(client: AgentClient, command_id: str, *, wait: float = 0.0) -> dict[str, Any] | None:
+def command(client: AgentClient, command_id: str, *, wait: float = 0.0) -> CommandView | None:
     """One command (``CommandView``), None when the agent knows no such id; ``wait``: the agent answers once the
     command has ended or after that many seconds."""
     response = client.request("GET", f"/commands/{command_id}/status", params=_wait(wait))
     if response.status_code == 404:
         return None
     raise_for(response, "command status")
-    commands = response.json().get("Commands") or []
+    commands = decode(ListCommandStatusResponse, response.content, "GET /commands/{id}/status").Commands
     return commands[0] if commands else None
 
 
 def command_changes(client: AgentClient, command_id: str, since: str | None,
-                    *, wait: float = 0.0) -> tuple[dict[str, Any] | None, str | None]:
+                    *, wait: float = 0.0) -> tuple[CommandView | None, str | None]:
     """The command in summary form with only the updates written since ``since`` (an as-of time the agent gave;
     None: all of them), and the as-of time to ask from next; None when the agent knows no such id. ``wait`` as
     for ``command``."""
@@ -50,7 +60,7 @@ def command_changes(client: AgentClient, command_id: str, since: str | None,
     if response.status_code == 404:
         return None, None
     raise_for(response, "command status")
-    commands = response.json().get("Commands") or []
+    commands = decode(ListCommandStatusResponse, response.content, "GET /commands/{id}/status").Commands
     return (commands[0] if commands else None), response.headers.get("X-Svc-Updates-As-Of")
 
 
@@ -59,7 +69,7 @@ def _wait(seconds: float) -> dict[str, str]:
 
 
 def commands(client: AgentClient, *, query: str = "", scope: str = "client",
-             max_results: int | None = None) -> list[dict[str, Any]]:
+             max_results: int | None = None) -> list[CommandView]:
     params: dict[str, str] = {"scope": scope}
     if query:
         params["query"] = query
@@ -69,10 +79,10 @@ def commands(client: AgentClient, *, query: str = "", scope: str = "client",
     if response.status_code == 404:  # the agent's way of saying "none"
         return []
     raise_for(response, "command list")
-    return response.json().get("Commands") or []
+    return decode(ListCommandStatusResponse, response.content, "GET /commands/status").Commands
 
 
-def cancel(client: AgentClient, *, query: str = "", force: bool = False) -> dict[str, Any] | None:
+def cancel(client: AgentClient, *, query: str = "", force: bool = False) -> CancelCommandResponse | None:
     """The ``CancelCommandResponse``; None when nothing was in progress."""
     params = {"query": query} if query else {}
     if force:
@@ -81,13 +91,34 @@ def cancel(client: AgentClient, *, query: str = "", force: bool = False) -> dict
     if response.status_code == 404:
         return None
     raise_for(response, "cancel")
-    return response.json()
+    return decode(CancelCommandResponse, response.content, "POST /commands/cancel")
 
 
-def inventory(client: AgentClient, path: str, *, query: str = "", max_results: int = 0,
-              empty: Any) -> Any:
-    """A list endpoint (``/resources``, ``/resources/summary``, ``/stacks``, ``/targets``); ``empty`` when the
-    agent answers that nothing matched."""
+def inventory(client: AgentClient, path: str, shape: type[Shape], *, query: str = "",
+              max_results: int = 0) -> list[Shape]:
+    """A list endpoint (``/resources/summary``, ``/stacks``, ``/targets``, ``/policies``), each item a ``shape``;
+    none when the agent answers that nothing matched."""
+    body = _inventory(client, path, query, max_results)
+    return [] if body is None else decode_list(shape, body, f"GET {path}")
+
+
+def inventory_forma(client: AgentClient, query: str, *, max_results: int = 0) -> dict[str, Any] | None:
+    """``GET /resources``: the matching resources as a forma JSON document (with their stacks and targets), as
+    ``svc extract`` and machine output take it; None when nothing matched."""
+    body = _inventory(client, "/resources", query, max_results)
+    return None if body is None else json.loads(body)
+
+
+def stack_drift(client: AgentClient, stack: str) -> StackDriftView | None:
+    """``GET /stacks/{stack}/drift``: what changed in the stack since its last reconcile; None for no such stack."""
+    response = client.request("GET", f"/stacks/{quote(stack, safe='')}/drift")
+    if response.status_code == 404:
+        return None
+    raise_for(response, "stack drift")
+    return decode(StackDriftView, response.content, "GET /stacks/{stack}/drift")
+
+
+def _inventory(client: AgentClient, path: str, query: str, max_results: int) -> bytes | None:
     params: dict[str, str] = {}
     if query:
         params["query"] = query
@@ -95,9 +126,9 @@ def inventory(client: AgentClient, path: str, *, query: str = "", max_results: i
         params["max_results"] = str(max_results)
     response = client.request("GET", path, params=params)
     if response.status_code == 404 and "error" in _json(response):
-        return empty
+        return None
     raise_for(response, "inventory")
-    return response.json()
+    return response.content
 
 
 def _json(response: Any) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -12,6 +13,7 @@ from svc.cli.client import connect
 from svc.cli.common import ConfigOption
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.config import load_cli_config
+from svc.model.wire import PluginInfo, StatsView
 
 agent_app = typer.Typer(help="Run and inspect the agent.", no_args_is_help=True)
 status_app = typer.Typer(help="Check the agent.", no_args_is_help=True)
@@ -37,25 +39,25 @@ def agent_stop() -> None:
     typer.echo(f"Stopped the agent (PID {pid}).")
 
 
-def _stat_value(value: Any) -> str:
+def _stat_value(value: object) -> str:
     """Counts by key as ``a 2, b 1``; plugins as ``FAKE 0.1.0 (3 resources)``; anything else as is."""
     if isinstance(value, dict):
         return ", ".join(f"{key} {count}" for key, count in value.items()) or "none"
     if isinstance(value, list):
-        return ", ".join(f"{p.get('Namespace')} {p.get('Version')} ({p.get('ResourceCount', 0)} resources)"
-                         if isinstance(p, dict) else str(p) for p in value) or "none"
+        return ", ".join(f"{p.Namespace} {p.Version} ({p.ResourceCount} resources)"
+                         if isinstance(p, PluginInfo) else str(p) for p in value) or "none"
     return str(value)
 
 
-def _render_stats(base_url: str) -> Any:
-    def render(stats: dict[str, Any]) -> None:
+def _render_stats(base_url: str) -> Callable[[StatsView], None]:
+    def render(stats: StatsView) -> None:
         table = Table(show_header=False, box=None, pad_edge=False)
         table.add_row("Agent", base_url)
-        table.add_row("Version", str(stats.get("Version")))
-        table.add_row("Agent id", str(stats.get("AgentId")))
-        for key, value in stats.items():
-            if key not in ("Version", "AgentId"):
-                table.add_row(key, _stat_value(value))
+        table.add_row("Version", stats.Version)
+        table.add_row("Agent id", stats.AgentId)
+        for name in StatsView.model_fields:
+            if name not in ("Version", "AgentId"):
+                table.add_row(name, _stat_value(getattr(stats, name)))
         console.print("[green]The agent is running.[/green]")
         console.print(table)
 

@@ -28,6 +28,7 @@ from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, conso
 from svc.cli.render import render_command, render_plan
 from svc.cli.watch import follow, wait_quietly
 from svc.config import load_cli_config
+from svc.model.wire import CommandView, SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
 SimulateOption = Annotated[bool, typer.Option("--simulate", help="Show what would change; change nothing.")]
@@ -114,7 +115,7 @@ def _run(config: Path | None, submission: Submission, consumer: Consumer, schema
         return _human(client, submission)
 
 
-def _submit(client: AgentClient, submission: Submission, simulate: bool) -> dict[str, Any]:
+def _submit(client: AgentClient, submission: Submission, simulate: bool) -> SubmitCommandResponse:
     return agent_api.submit(client, command=submission.command, action=submission.command, forma=submission.forma,
                             simulate=simulate, **submission.fields)
 
@@ -122,15 +123,15 @@ def _submit(client: AgentClient, submission: Submission, simulate: bool) -> dict
 def _machine(client: AgentClient, submission: Submission, schema: Schema) -> int:
     response = _submit(client, submission, simulate=submission.simulate)
     if submission.simulate:
-        emit(response["Simulation"], Consumer.machine, schema, print)
+        emit(response.Simulation, Consumer.machine, schema, print)
         return 0
-    if not submission.wait or not response["Simulation"]["ChangesRequired"]:
+    if not submission.wait or not response.Simulation.ChangesRequired:
         # The agent answers no id ("") when nothing needed to change and it stored no command.
-        emit({"CommandId": response["CommandId"] or None}, Consumer.machine, schema, print)
+        emit({"CommandId": response.CommandId or None}, Consumer.machine, schema, print)
         return 0
-    final = wait_quietly(client, response["CommandId"])
+    final = wait_quietly(client, response.CommandId)
     emit(final, Consumer.machine, schema, print)
-    return 0 if final.get("State") == "Success" else 1
+    return 0 if final.State == "Success" else 1
 
 
 def _human(client: AgentClient, submission: Submission) -> int:
@@ -144,12 +145,12 @@ def _human(client: AgentClient, submission: Submission) -> int:
         if refused.kind == "ReconcileRejected":
             explain_drift(client, refused.data, submission.title)
         raise
-    simulation = preview["Simulation"]
-    if not simulation["ChangesRequired"]:
+    simulation = preview.Simulation
+    if not simulation.ChangesRequired:
         console.print("No changes needed: the resources already match the forma." if verb == "apply"
                       else "No resources to destroy: nothing managed matches.", highlight=False)
-        return _record_baseline(client, submission, preview, direct) if simulation.get("BaselineStacks") else 0
-    description = (preview.get("Description") or {}).get("Text")
+        return _record_baseline(client, submission, preview, direct) if simulation.BaselineStacks else 0
+    description = preview.Description.Text
     if description:
         console.print(description, highlight=False)
     render_plan(simulation, submission.title)
@@ -160,10 +161,10 @@ def _human(client: AgentClient, submission: Submission) -> int:
         console.print(f"{verb.capitalize()} aborted; nothing was changed.")
         return 0
     response = preview if direct else _submit(client, submission, simulate=False)
-    if not response["Simulation"]["ChangesRequired"]:
+    if not response.Simulation.ChangesRequired:
         console.print("No changes needed any more: someone else made them meanwhile.")
         return 0
-    command_id = response["CommandId"]
+    command_id = response.CommandId
     console.print(f"Command {command_id} started on the agent.", highlight=False)
     if not (submission.wait or console.is_terminal):
         console.print(f"Follow it with: svc command status {command_id}", highlight=False)
@@ -174,14 +175,15 @@ def _human(client: AgentClient, submission: Submission) -> int:
     return _outcome(final)
 
 
-def _record_baseline(client: AgentClient, submission: Submission, preview: dict[str, Any], direct: bool) -> int:
+def _record_baseline(client: AgentClient, submission: Submission, preview: SubmitCommandResponse,
+                     direct: bool) -> int:
     """A reconcile that changes no resource yet takes in drift (e.g. the forma ``svc extract`` wrote) is its
     stacks' new baseline: the drift is then no longer listed, nor refuses the next reconcile. Recording it is a
     change of what svc holds true, so it asks for consent like any other change."""
-    stacks = ", ".join(preview["Simulation"]["BaselineStacks"])
+    stacks = ", ".join(preview.Simulation.BaselineStacks or [])
     if direct:  # --yes: the submission itself recorded it
         console.print(f"Recorded as the new baseline of stack(s) {stacks}: their changes made outside svc are "
-                      f"taken in (command {preview['CommandId']}).", highlight=False)
+                      f"taken in (command {preview.CommandId}).", highlight=False)
         return 0
     console.print(f"The forma takes in the changes made outside svc to stack(s) {stacks}: applying it records it "
                   "as their new baseline, and those changes are no longer drift.", highlight=False)
@@ -192,22 +194,20 @@ def _record_baseline(client: AgentClient, submission: Submission, preview: dict[
         console.print("Nothing was recorded; the changes are still listed as drift.")
         return 0
     response = _submit(client, submission, simulate=False)
-    if response["Simulation"]["ChangesRequired"]:  # the stack changed between the two plans
-        console.print(f"The stack changed meanwhile: command {response['CommandId']} applies the forma.",
+    if response.Simulation.ChangesRequired:  # the stack changed between the two plans
+        console.print(f"The stack changed meanwhile: command {response.CommandId} applies the forma.",
                       highlight=False)
-        return _outcome(follow(client, response["CommandId"]))
-    console.print(f"Recorded as the new baseline (command {response['CommandId']}).", highlight=False)
+        return _outcome(follow(client, response.CommandId))
+    console.print(f"Recorded as the new baseline (command {response.CommandId}).", highlight=False)
     return 0
 
 
-def _outcome(command: dict[str, Any]) -> int:
-    state = command.get("State")
-    if state == "Success":
-        console.print(f"[green]{command.get('Command')} {command.get('CommandId')} succeeded.[/green]",
-                      highlight=False)
+def _outcome(command: CommandView) -> int:
+    if command.State == "Success":
+        console.print(f"[green]{command.Command} {command.CommandId} succeeded.[/green]", highlight=False)
         return 0
-    console.print(f"[red]{command.get('Command')} {command.get('CommandId')} ended {state}.[/red] "
-                  f"Details: svc command status {command.get('CommandId')}", highlight=False)
+    console.print(f"[red]{command.Command} {command.CommandId} ended {command.State}.[/red] "
+                  f"Details: svc command status {command.CommandId}", highlight=False)
     return 1
 
 

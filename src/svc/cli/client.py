@@ -8,9 +8,11 @@ from typing import Any
 import httpx
 
 from svc import __version__
+from svc.cli.answers import decode
 from svc.cli.errors import CliError
 from svc.cli.identity import client_id
 from svc.config.model import CliConfig
+from svc.model.wire import StatsView
 
 API_PREFIX = "/api/v1"
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
@@ -86,24 +88,26 @@ class AgentClient:
             )
         return response.json()
 
-    def stats(self) -> dict[str, Any]:
-        return self.get_json("/stats")
+    def stats(self) -> StatsView:
+        """``GET /stats``, after the strict version check (on the bare document: an agent of another version may
+        answer in another shape, and the CLI must still say which version to upgrade to)."""
+        document = self.get_json("/stats")
+        check_version(document.get("Version") if isinstance(document, dict) else None)
+        return decode(StatsView, document, "GET /stats")
 
 
-def check_version(stats: dict[str, Any], cli_version: str = __version__) -> None:
+def check_version(agent_version: object, cli_version: str = __version__) -> None:
     """The strict version check: the CLI works only with an agent of exactly its own version."""
-    agent_version = stats.get("Version")
     if agent_version != cli_version:
         raise CliError(f"CLI version {cli_version} does not match agent version {agent_version}; "
                        f"run: svc upgrade --version {agent_version}")
 
 
-def connect(config: CliConfig) -> tuple[AgentClient, dict[str, Any]]:
+def connect(config: CliConfig) -> tuple[AgentClient, StatsView]:
     """An open client to a reachable agent of the CLI's version, and the agent's stats."""
     client = AgentClient(config)
     try:
         stats = client.stats()
-        check_version(stats)
     except BaseException:
         client.close()
         raise

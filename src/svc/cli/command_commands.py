@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -16,6 +16,7 @@ from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.render import render_command, render_command_list
 from svc.config import load_cli_config
+from svc.model.wire import CancelCommandResponse, CanceledUpdateState, ListCommandStatusResponse
 
 command_app = typer.Typer(help="Follow the commands the agent runs.", no_args_is_help=True)
 
@@ -36,7 +37,7 @@ def _show_one(config: Path | None, command_id: str | None, consumer: Consumer, s
         else:
             commands = agent_api.commands(client, scope="client")
     if consumer is Consumer.machine:
-        emit({"Commands": commands}, consumer, schema, print)
+        emit(ListCommandStatusResponse(Commands=commands), consumer, schema, print)
     elif not commands:
         console.print("This client has run no commands yet.")
     else:
@@ -51,7 +52,7 @@ def _list(config: Path | None, query: str, max_results: int, consumer: Consumer,
         commands = agent_api.commands(client, query=query.strip(), scope="agent",
                                       max_results=max_results or _LIST_CEILING)
     if consumer is Consumer.machine:
-        emit({"Commands": commands}, consumer, schema, print)
+        emit(ListCommandStatusResponse(Commands=commands), consumer, schema, print)
     elif not commands:
         console.print("No commands match." if query.strip() else "No commands yet.")
     else:
@@ -129,21 +130,21 @@ def cancel_command(
     _render_cancel(outcome)
 
 
-def _render_cancel(outcome: dict[str, Any]) -> None:
+def _render_cancel(outcome: CancelCommandResponse) -> None:
     """Per command: how many updates stopped having changed nothing, which are still in a plugin call and finish
     first, and (forced) which were abandoned during one, by type, label and stack."""
-    forced = " (forced)" if outcome.get("Forced") else ""
-    states = list((outcome.get("ResourceUpdateStates") or {}).values())
-    for command_id in outcome.get("CommandIds") or []:
-        mine = [state for state in states if state.get("CommandId") == command_id]
-        stopped = sum(1 for state in mine if state.get("State") == "Canceled" and not state.get("ForceCanceled"))
+    forced = " (forced)" if outcome.Forced else ""
+    states = list((outcome.ResourceUpdateStates or {}).values())
+    for command_id in outcome.CommandIds:
+        mine = [state for state in states if state.CommandId == command_id]
+        stopped = sum(1 for state in mine if state.State == "Canceled" and not state.ForceCanceled)
         console.print(f"Canceled command {command_id}{forced}: {stopped} resource update(s) stopped before changing "
                       "anything.", highlight=False, soft_wrap=True)
-        running = [_update_name(state) for state in mine if state.get("State") == "InProgress"]
+        running = [_update_name(state) for state in mine if state.State == "InProgress"]
         if running:
             console.print(f"Still running (they finish first): {', '.join(running)}; follow with: "
                           f"svc command status {command_id}", highlight=False, soft_wrap=True)
-    abandoned = [_update_name(state) for state in states if state.get("ForceCanceled")]
+    abandoned = [_update_name(state) for state in states if state.ForceCanceled]
     if abandoned:
         console.print("Abandoned while running (they may exist in your cloud; check them with svc inventory):",
                       highlight=False)
@@ -151,5 +152,5 @@ def _render_cancel(outcome: dict[str, Any]) -> None:
             console.print(f"  {name}", highlight=False, soft_wrap=True)
 
 
-def _update_name(state: dict[str, Any]) -> str:
-    return f"{state.get('ResourceType')} {state.get('ResourceLabel')} (stack {state.get('StackName')})"
+def _update_name(state: CanceledUpdateState) -> str:
+    return f"{state.ResourceType} {state.ResourceLabel} (stack {state.StackName})"

@@ -51,15 +51,14 @@ def _run(action: Literal["update", "rollback"], service: str, cluster: str | Non
         raise CliError(str(exc)) from None
 
 
-def _render(outcome_document: dict[str, Any]) -> None:
-    verb = "Updated" if outcome_document["Action"] == "update" else "Rolled back"
-    console.print(f"[green]{verb}[/green] service {outcome_document['Service']} (cluster "
-                  f"{outcome_document['Cluster']}): it is stable on "
-                  f"{outcome_document['TaskDefinition'].rsplit('/', 1)[-1]} with {outcome_document['Image']}.",
+def _render(outcome: Outcome) -> None:
+    verb = "Updated" if outcome.action == "update" else "Rolled back"
+    console.print(f"[green]{verb}[/green] service {outcome.service} (cluster {outcome.cluster}): it is stable on "
+                  f"{outcome.task_definition.rsplit('/', 1)[-1]} with {outcome.image}.",
                   highlight=False, soft_wrap=True)
-    if outcome_document["UpgradeCommand"]:
+    if outcome.upgrade_command:
         console.print("The CLI must match the agent exactly; on every client machine run:\n"
-                      f"  {outcome_document['UpgradeCommand']}", highlight=False, soft_wrap=True)
+                      f"  {outcome.upgrade_command}", highlight=False, soft_wrap=True)
     else:
         console.print("The image tag names no version: read it with `svc status agent`, then run "
                       "`svc upgrade --version <version>` on every client machine.", highlight=False, soft_wrap=True)
@@ -88,7 +87,7 @@ def deploy_update(
     """
     outcome = _run("update", service, cluster, region, endpoint_url, poll_interval, timeout,
                    image=image, container=container, change_variant=change_variant)
-    emit(outcome.document(), output_consumer, output_schema, _render)
+    emit(outcome.document(), output_consumer, output_schema, lambda _: _render(outcome))
 
 
 @deploy_app.command("rollback")
@@ -109,4 +108,4 @@ def deploy_rollback(
     current revision with a forced new deployment.
     """
     outcome = _run("rollback", service, cluster, region, endpoint_url, poll_interval, timeout, container=container)
-    emit(outcome.document(), output_consumer, output_schema, _render)
+    emit(outcome.document(), output_consumer, output_schema, lambda _: _render(outcome))

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from typing import Any, NoReturn
-from urllib.parse import quote
 
+from svc.cli import agent_api
+from svc.cli.answers import decode
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
 from svc.cli.output import console
+from svc.model.wire import DriftedResource, ReconcileRejectedData
 
 MAX_FIELDS = 8  # patch lines shown per resource
 MAX_VALUE = 60  # characters of a value shown
@@ -50,14 +52,13 @@ def patch_lines(patch: list[dict[str, Any]] | None) -> list[str]:
     return lines
 
 
-def _details(client: AgentClient, stack: str) -> dict[tuple[str, str], dict[str, Any]]:
+def _details(client: AgentClient, stack: str) -> dict[tuple[str, str], DriftedResource]:
     """The stack's drift entries by (type, label); none when the agent cannot tell (the list still shows)."""
     try:
-        response = client.request("GET", f"/stacks/{quote(stack, safe='')}/drift")
-        entries = response.json().get("ModifiedResources") if response.status_code == 200 else None
-    except (ValueError, AttributeError, CliError):
-        entries = None
-    return {(e.get("Type"), e.get("Label")): e for e in entries or [] if isinstance(e, dict)}
+        found = agent_api.stack_drift(client, stack)
+    except CliError:
+        found = None
+    return {(entry.Type, entry.Label): entry for entry in found.ModifiedResources} if found is not None else {}
 
 
 def _revert_command(title: str) -> str:
@@ -66,18 +67,19 @@ def _revert_command(title: str) -> str:
 
 
 def explain_drift(client: AgentClient, data: dict[str, Any], title: str) -> NoReturn:
-    """Prints the refused reconcile's drift and the ways out; raises the one-line error (exit 1)."""
-    stacks = data.get("ModifiedStacks") or {}
+    """Prints the refused reconcile's drift (``data``: the refusal's) and the ways out; raises the one-line error
+    (exit 1)."""
+    stacks = decode(ReconcileRejectedData, data, "the refused reconcile").ModifiedStacks
     console.print("The agent refused this reconcile: resources changed outside this forma since the last "
                   "reconcile.", highlight=False, markup=False)
     for stack, entry in stacks.items():
         details = _details(client, stack)
         console.print(f"\nStack {stack}:", highlight=False, markup=False)
-        for item in (entry or {}).get("ModifiedResources") or []:
-            operation, label, type_ = item.get("Operation"), item.get("Label"), item.get("Type")
-            console.print(f"  {operation:<7} {label} ({type_})", highlight=False, markup=False)
-            if operation == "update":
-                for line in patch_lines((details.get((type_, label)) or {}).get("PatchDocument")):
+        for item in entry.ModifiedResources:
+            console.print(f"  {item.Operation:<7} {item.Label} ({item.Type})", highlight=False, markup=False)
+            detail = details.get((item.Type, item.Label))
+            if item.Operation == "update" and detail is not None:
+                for line in patch_lines(detail.PatchDocument):
                     console.print(f"            {line}", highlight=False, markup=False)
     console.print("\nTwo ways out:", highlight=False, markup=False)
     for stack in stacks:

@@ -20,7 +20,7 @@ from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
 from svc.config import load_cli_config
 from svc.forma import FormaError, evaluate_forma
-from svc.forma.extract import DEFAULT_UNMANAGED_STACK, Extraction, ExtractOptions, generate
+from svc.forma.extract import DEFAULT_UNMANAGED_STACK, Extraction, ExtractOptions, generate, namespaces
 from svc.forma.extract_catalog import ExtractError, load_catalog
 
 
@@ -49,19 +49,19 @@ def extract_command(
 
     client, _ = connect(load_cli_config(config).cli)
     with client:
-        forma = agent_api.inventory(client, "/resources", query=query.strip(), empty=None)
-    if not forma or not forma.get("Resources"):
-        raise CliError(f"no resources match the query {query.strip()!r}; nothing written")
-
-    namespaces = {str(r.get("Type", "")).split("::")[0] for r in forma["Resources"]}
-    namespaces |= {str(t.get("Namespace", "")) for t in forma.get("Targets") or [] if t.get("Namespace")}
+        forma = agent_api.inventory_forma(client, query.strip())
+    nothing = CliError(f"no resources match the query {query.strip()!r}; nothing written")
+    if forma is None:
+        raise nothing
     try:
-        extraction = generate(forma, load_catalog(namespaces),
+        extraction = generate(forma, load_catalog(namespaces(forma)),
                               ExtractOptions(query=query.strip(), unmanaged_stack=unmanaged_stack))
     except (ExtractError, ValueError) as exc:
         raise CliError(f"cannot extract: {exc}") from exc
+    if not (extraction.resources or extraction.excluded):
+        raise nothing
     if not extraction.resources:
-        types = ", ".join(sorted({str(r["Type"]) for r in extraction.excluded}))
+        types = ", ".join(extraction.excluded_types())
         raise CliError(f"every resource matching the query is of a type that cannot be extracted ({types}); "
                        "nothing written")
     _write(path, extraction.text)
@@ -99,7 +99,7 @@ def _report(path: Path, extraction: Extraction) -> None:
     typer.echo(f"Extracted {len(extraction.resources)} resource(s) to '{path}'")  # one line, however long
     notes: list[str] = []
     if extraction.excluded:
-        left = ", ".join(f"{r['Type']} {r['Label']!r}" for r in extraction.excluded)
+        left = ", ".join(extraction.excluded_names())
         notes.append(f"Left out {len(extraction.excluded)} resource(s) whose type cannot be extracted: {left}")
     if extraction.hashed_secrets:
         notes.append(f"{len(extraction.hashed_secrets)} secret(s) are known only by their hash and were written as "

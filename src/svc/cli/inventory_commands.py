@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from svc.cli import agent_api
+from svc.cli import agent_api, answers
 from svc.cli.client import connect
 from svc.cli.common import ConfigOption
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
+from svc.cli.render import moment
 from svc.config import load_cli_config
+from svc.model.wire import PolicyView, ResourceSummary, StackView, TargetView, Wire
 
 inventory_app = typer.Typer(help="What the agent manages and has discovered.")
 
@@ -25,6 +27,7 @@ QueryOption = Annotated[str, typer.Option("--query", help="e.g. 'stack:prod type
 MaxResultsOption = Annotated[int | None, typer.Option(
     "--max-results", help="At most this many (default 200 for people, all for machines; 0: all).")]
 _HUMAN_DEFAULT = 200
+Row = TypeVar("Row", bound=Wire)
 _EMPTY_FORMA: dict[str, Any] = {"Description": {}, "Stacks": [], "Targets": [], "Resources": []}
 
 
@@ -36,10 +39,10 @@ def _limit(max_results: int | None, consumer: Consumer) -> int:
     return max_results
 
 
-def _fetch(config: Path | None, path: str, query: str, limit: int, empty: Any) -> Any:
+def _fetch(config: Path | None, path: str, shape: type[Row], query: str, limit: int) -> list[Row]:
     client, _ = connect(load_cli_config(config).cli)
     with client:
-        return agent_api.inventory(client, path, query=query.strip(), max_results=limit, empty=empty)
+        return agent_api.inventory(client, path, shape, query=query.strip(), max_results=limit)
 
 
 def _table(columns: tuple[str, ...]) -> Table:
@@ -49,7 +52,7 @@ def _table(columns: tuple[str, ...]) -> Table:
     return table
 
 
-def _show(rows: list[Any], limit: int, noun: str, render: Callable[[list[Any]], Table]) -> None:
+def _show(rows: list[Row], limit: int, noun: str, render: Callable[[list[Row]], Table]) -> None:
     if not rows:
         console.print(f"No {noun} found.")
         return
@@ -58,7 +61,7 @@ def _show(rows: list[Any], limit: int, noun: str, render: Callable[[list[Any]], 
         console.print(f"Showing the first {limit} {noun}; pass --max-results 0 for all.", highlight=False)
 
 
-def _list(rows: list[Any], limit: int, noun: str, render: Callable[[list[Any]], Table], consumer: Consumer,
+def _list(rows: list[Row], limit: int, noun: str, render: Callable[[list[Row]], Table], consumer: Consumer,
           schema: Schema) -> None:
     """Machine output: the rows as the agent gave them; human: ``_show``."""
     if consumer is Consumer.machine:
@@ -67,12 +70,11 @@ def _list(rows: list[Any], limit: int, noun: str, render: Callable[[list[Any]], 
         _show(rows, limit, noun, render)
 
 
-def _resources_table(rows: list[dict[str, Any]]) -> Table:
+def _resources_table(rows: list[ResourceSummary]) -> Table:
     table = _table(("Type", "Label", "Stack", "Target", "Native ID", "Managed"))
     for row in rows:
-        managed = Text("yes") if row.get("Managed") else Text("⚠ unmanaged", style="yellow")
-        table.add_row(row.get("Type", ""), row.get("Label", ""), row.get("Stack", ""), row.get("Target", ""),
-                      row.get("NativeID", ""), managed)
+        managed = Text("yes") if row.Managed else Text("⚠ unmanaged", style="yellow")
+        table.add_row(row.Type, row.Label, row.Stack, row.Target or "", row.NativeID or "", managed)
     return table
 
 
@@ -80,9 +82,12 @@ def list_resources(config: Path | None, query: str, max_results: int | None, con
                    schema: Schema) -> None:
     limit = _limit(max_results, consumer)
     if consumer is Consumer.machine:
-        emit(_fetch(config, "/resources", query, limit, _EMPTY_FORMA), consumer, schema, print)
+        client, _ = connect(load_cli_config(config).cli)
+        with client:
+            forma = agent_api.inventory_forma(client, query.strip(), max_results=limit)
+        emit(_EMPTY_FORMA if forma is None else forma, consumer, schema, print)
         return
-    _show(_fetch(config, "/resources/summary", query, limit, []), limit, "resources", _resources_table)
+    _show(_fetch(config, "/resources/summary", ResourceSummary, query, limit), limit, "resources", _resources_table)
 
 
 @inventory_app.callback(invoke_without_command=True)
@@ -111,24 +116,25 @@ def inventory_resources(
     list_resources(config, query, max_results, output_consumer, output_schema)
 
 
-def _policy(policy: dict[str, Any]) -> str:
+def _policy(document: dict[str, Any]) -> str:
     """``ttl app-ttl-1a2b3c4d (3600s)``, ``auto-reconcile nightly (every 300s)`` or ``policy://shared``."""
-    if "$ref" in policy:
-        return str(policy["$ref"])
-    if policy.get("Type") == "auto-reconcile":
-        detail = f"every {policy.get('IntervalSeconds')}s"
-    elif policy.get("ExpiresAt"):
-        detail = f"until {policy['ExpiresAt']}"
+    policy = answers.policy(document)
+    if policy.ref is not None:
+        return policy.ref
+    if policy.type == "auto-reconcile":
+        detail = f"every {policy.interval_seconds}s"
+    elif policy.expires_at:
+        detail = f"until {policy.expires_at}"
     else:
-        detail = f"{policy.get('TTLSeconds')}s"
-    return f"{policy.get('Type')} {policy.get('Label', '')} ({detail})".replace("  ", " ")
+        detail = f"{policy.ttl_seconds}s"
+    return f"{policy.type} {policy.label or ''} ({detail})".replace("  ", " ")
 
 
-def _stacks_table(rows: list[dict[str, Any]]) -> Table:
+def _stacks_table(rows: list[StackView]) -> Table:
     table = _table(("Label", "Description", "Policies", "Created"))
     for row in rows:
-        policies = ", ".join(_policy(p) for p in row.get("Policies") or [])
-        table.add_row(row.get("Label", ""), row.get("Description", ""), policies, str(row.get("CreatedAt", "")))
+        policies = ", ".join(_policy(p) for p in row.Policies or [])
+        table.add_row(row.Label, row.Description or "", policies, moment(row.CreatedAt))
     return table
 
 
@@ -141,15 +147,14 @@ def inventory_stacks(
 ) -> None:
     """List stacks with their policies."""
     limit = _limit(max_results, output_consumer)
-    rows = _fetch(config, "/stacks", "", limit, [])
+    rows = _fetch(config, "/stacks", StackView, "", limit)
     _list(rows, limit, "stacks", _stacks_table, output_consumer, output_schema)
 
 
-def _policies_table(rows: list[dict[str, Any]]) -> Table:
+def _policies_table(rows: list[PolicyView]) -> Table:
     table = _table(("Label", "Type", "Policy", "Stacks"))
     for row in rows:
-        table.add_row(row.get("Label", ""), row.get("Type", ""), _policy(row.get("Config") or {}),
-                      ", ".join(row.get("AttachedStacks") or []))
+        table.add_row(row.Label, row.Type, _policy(row.Config), ", ".join(row.AttachedStacks or []))
     return table
 
 
@@ -162,17 +167,16 @@ def inventory_policies(
 ) -> None:
     """List the policies declared on their own (shared by label) and the stacks using them."""
     limit = _limit(max_results, output_consumer)
-    rows = _fetch(config, "/policies", "", 0, [])
+    rows = _fetch(config, "/policies", PolicyView, "", 0)
     rows = rows[:limit] if limit else rows
     _list(rows, limit, "policies", _policies_table, output_consumer, output_schema)
 
 
-def _targets_table(rows: list[dict[str, Any]]) -> Table:
+def _targets_table(rows: list[TargetView]) -> Table:
     table = _table(("Label", "Namespace", "Discoverable", "Config"))
     for row in rows:
-        config = json.dumps(row.get("Config") or {}, separators=(",", ":"))
-        table.add_row(row.get("Label", ""), row.get("Namespace", ""), "yes" if row.get("Discoverable") else "no",
-                      config)
+        config = json.dumps(row.Config or {}, separators=(",", ":"))
+        table.add_row(row.Label, row.Namespace, "yes" if row.Discoverable else "no", config)
     return table
 
 
@@ -186,5 +190,5 @@ def inventory_targets(
 ) -> None:
     """List targets (query keys: label, namespace, discoverable)."""
     limit = _limit(max_results, output_consumer)
-    rows = _fetch(config, "/targets", query, limit, [])
+    rows = _fetch(config, "/targets", TargetView, query, limit)
     _list(rows, limit, "targets", _targets_table, output_consumer, output_schema)

@@ -5,11 +5,15 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 import yaml
 from rich.console import Console
+
+from svc.model.wire import Wire
+
+Data = TypeVar("Data")
 
 
 class Consumer(enum.StrEnum):
@@ -30,11 +34,22 @@ SchemaOption = Annotated[Schema, typer.Option("--output-schema", help="The docum
 console = Console()
 
 
-def emit(data: Any, consumer: Consumer, schema: Schema, human: Callable[[Any], None]) -> None:
-    """Prints ``data`` as a machine document, or hands it to ``human`` to render."""
+def emit(data: Data, consumer: Consumer, schema: Schema, human: Callable[[Data], None]) -> None:
+    """Prints ``data`` as a machine document (a decoded answer in its wire JSON), or hands it to ``human`` to
+    render."""
     if consumer is Consumer.human:
         human(data)
-    elif schema is Schema.json:
-        typer.echo(json.dumps(data, separators=(",", ":"), default=str))
+        return
+    document = _document(data)
+    if schema is Schema.json:
+        typer.echo(json.dumps(document, separators=(",", ":"), default=str))
     else:
-        typer.echo(yaml.safe_dump(data, indent=2, sort_keys=False, default_flow_style=False).rstrip("\n"))
+        typer.echo(yaml.safe_dump(document, indent=2, sort_keys=False, default_flow_style=False).rstrip("\n"))
+
+
+def _document(data: Any) -> Any:
+    if isinstance(data, Wire):
+        return data.to_json()
+    if isinstance(data, list):
+        return [_document(item) for item in data]
+    return data

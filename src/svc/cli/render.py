@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from rich.table import Table
@@ -12,6 +13,7 @@ from rich.text import Text
 from svc.cli.output import console
 from svc.cli.tables import print_table
 from svc.model.states import TERMINAL_UPDATE_STATES
+from svc.model.wire import CommandView, PolicyUpdateView, ResourceUpdateView, SimulationView
 
 _OPERATION_STYLE = {"create": ("+", "green"), "update": ("~", "yellow"), "replace": ("±", "magenta"),
                     "delete": ("-", "red"), "read": ("?", "cyan"), "resolve": ("?", "cyan"),
@@ -43,10 +45,10 @@ def _operation(operation: str) -> Text:
     return Text(f"{symbol} {operation}", style=style)
 
 
-def _policy_details(update: dict[str, Any]) -> str:
-    if update.get("ReferencingStacks"):
-        return f"kept: used by {', '.join(update['ReferencingStacks'])}"
-    config = update.get("PolicyConfig") or {}
+def _policy_details(update: PolicyUpdateView) -> str:
+    if update.ReferencingStacks:
+        return f"kept: used by {', '.join(update.ReferencingStacks)}"
+    config = update.PolicyConfig or {}
     return ", ".join(f"{key} {value}" for key, value in config.items())
 
 
@@ -54,107 +56,116 @@ def _state(state: str) -> Text:
     return Text(state, style=_STATE_STYLE.get(state, "white"))
 
 
-def planned_changes(command: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def planned_changes(command: CommandView) -> list[tuple[str, ResourceUpdateView]]:
     """(operation, update) per resource: the delete and create halves of a replace (one ``GroupId``)
     become one ``replace``, shown with the delete half's reason."""
-    updates = command.get("ResourceUpdates") or []
+    updates = command.ResourceUpdates or []
     halves: dict[str, set[str]] = {}
     for update in updates:
-        if update.get("GroupId"):
-            halves.setdefault(update["GroupId"], set()).add(update.get("Operation", ""))
+        if update.GroupId:
+            halves.setdefault(update.GroupId, set()).add(update.Operation)
     replaced = {group for group, operations in halves.items() if {"delete", "create"} <= operations}
-    changes = []
+    changes: list[tuple[str, ResourceUpdateView]] = []
     for update in updates:
-        if update.get("GroupId") in replaced:
-            if update.get("Operation") == "delete":
+        if update.GroupId in replaced:
+            if update.Operation == "delete":
                 changes.append(("replace", update))
         else:
-            changes.append((update.get("Operation", "?"), update))
+            changes.append((update.Operation, update))
     return changes
 
 
-def plan_counts(command: dict[str, Any]) -> Counter[str]:
+def plan_counts(command: CommandView) -> Counter[str]:
     return Counter(operation for operation, _ in planned_changes(command))
 
 
-def render_plan(simulation: dict[str, Any], title: str) -> None:
+def render_plan(simulation: SimulationView, title: str) -> None:
     """The planned changes of a simulation: targets, stacks, then resources with their property changes."""
-    command = simulation.get("Command") or {}
+    command = simulation.Command
     console.print(title, highlight=False, soft_wrap=True)
     table = Table(box=None, pad_edge=False)
     for column in ("Change", "Kind", "Type", "Label", "Stack", "Details"):
         table.add_column(column, overflow="fold")
-    for update in command.get("TargetUpdates") or []:
-        table.add_row(_operation(update.get("Operation", "?")), "target", "", update.get("TargetLabel", ""), "", "")
-    for update in command.get("StackUpdates") or []:
-        table.add_row(_operation(update.get("Operation", "?")), "stack", "", update.get("StackLabel", ""), "", "")
-    for update in command.get("PolicyUpdates") or []:
-        table.add_row(_operation(update.get("Operation", "?")), "policy", update.get("PolicyType", ""),
-                      update.get("PolicyLabel", ""), update.get("StackLabel") or "", _policy_details(update))
-    for operation, update in planned_changes(command):
-        details = patch_lines(update.get("PatchDocument"))
-        if update.get("CreateOnlyPatch"):
-            changed = ", ".join(op.get("path", "") for op in update["CreateOnlyPatch"])
-            details.insert(0, f"create-only {changed} changed")
-        if update.get("OldLabel"):
-            details.insert(0, f"renamed from {update['OldLabel']}")
-        if update.get("IsCascade"):
-            details.insert(0, f"cascade: depends on {update.get('CascadeSource')}")
-        table.add_row(_operation(operation), "resource", update.get("ResourceType", ""),
-                      update.get("ResourceLabel", ""), update.get("StackName", ""), "\n".join(details))
+    if command is not None:
+        _plan_rows(table, command)
     print_table(table)
-    counts = plan_counts(command)
+    counts = plan_counts(command) if command is not None else Counter[str]()
     summary = ", ".join(f"{counts.get(op, 0)} to {op}" for op in ("create", "update", "replace", "delete"))
     console.print(f"Plan: {summary}.", highlight=False)
-    for warning in simulation.get("Warnings") or []:
+    for warning in simulation.Warnings or []:
         console.print(f"[yellow]Warning:[/yellow] {warning}", highlight=False)
 
 
-def update_counts(command: dict[str, Any]) -> Counter[str]:
-    return Counter(update.get("State", "?") for update in command.get("ResourceUpdates") or [])
+def _plan_rows(table: Table, command: CommandView) -> None:
+    for target in command.TargetUpdates or []:
+        table.add_row(_operation(target.Operation), "target", "", target.TargetLabel, "", "")
+    for stack in command.StackUpdates or []:
+        table.add_row(_operation(stack.Operation), "stack", "", stack.StackLabel, "", "")
+    for policy in command.PolicyUpdates or []:
+        table.add_row(_operation(policy.Operation), "policy", policy.PolicyType, policy.PolicyLabel,
+                      policy.StackLabel or "", _policy_details(policy))
+    for operation, update in planned_changes(command):
+        details = patch_lines(update.PatchDocument)
+        if update.CreateOnlyPatch:
+            changed = ", ".join(op.get("path", "") for op in update.CreateOnlyPatch)
+            details.insert(0, f"create-only {changed} changed")
+        if update.OldLabel:
+            details.insert(0, f"renamed from {update.OldLabel}")
+        if update.IsCascade:
+            details.insert(0, f"cascade: depends on {update.CascadeSource}")
+        table.add_row(_operation(operation), "resource", update.ResourceType, update.ResourceLabel or "",
+                      update.StackName or "", "\n".join(details))
 
 
-def command_line(command: dict[str, Any]) -> str:
+def update_counts(command: CommandView) -> Counter[str]:
+    return Counter(update.State for update in command.ResourceUpdates or [])
+
+
+def _command_name(command: CommandView) -> str:
+    """``apply (reconcile)``, or the command alone."""
+    return f"{command.Command} ({command.Mode})" if command.Mode and command.Command == "apply" else command.Command
+
+
+def command_line(command: CommandView) -> str:
     """``apply (reconcile) 2Y… Success: 3 of 3 resource updates finished (3 Success)``."""
-    updates = command.get("ResourceUpdates") or []
+    updates = command.ResourceUpdates or []
     counts = update_counts(command)
     done = sum(count for state, count in counts.items() if state in TERMINAL_UPDATE_STATES)
     breakdown = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
-    mode = f" ({command['Mode']})" if command.get("Mode") and command.get("Command") == "apply" else ""
-    return (f"{command.get('Command')}{mode} {command.get('CommandId')} {command.get('State')}: {done} of "
+    return (f"{_command_name(command)} {command.CommandId} {command.State}: {done} of "
             f"{len(updates)} resource updates finished" + (f" ({breakdown})" if breakdown else ""))
 
 
-def updates_table(command: dict[str, Any]) -> Table:
+def updates_table(command: CommandView) -> Table:
     table = Table(box=None, pad_edge=False)
     for column in ("Change", "Type", "Label", "Stack", "State", "Attempt", "Time", "Message"):
         table.add_column(column, overflow="fold")
-    for update in command.get("ResourceUpdates") or []:
-        attempt = ""
-        if update.get("CurrentAttempt"):
-            attempt = f"{update['CurrentAttempt']}/{update.get('MaxAttempts') or '?'}"
-        duration = f"{update['Duration'] / 1000:.1f}s" if update.get("Duration") is not None else ""
-        message = update.get("ErrorMessage") or update.get("StateMessage") or ""
-        table.add_row(_operation(update.get("Operation", "?")), update.get("ResourceType", ""),
-                      update.get("ResourceLabel", ""), update.get("StackName", ""), _state(update.get("State", "?")),
-                      attempt, duration, message)
+    for update in command.ResourceUpdates or []:
+        attempt = f"{update.CurrentAttempt}/{update.MaxAttempts or '?'}" if update.CurrentAttempt else ""
+        duration = f"{update.Duration / 1000:.1f}s" if update.Duration is not None else ""
+        message = update.ErrorMessage or update.StateMessage or ""
+        table.add_row(_operation(update.Operation), update.ResourceType, update.ResourceLabel or "",
+                      update.StackName or "", _state(update.State), attempt, duration, message)
     return table
 
 
-def render_command(command: dict[str, Any]) -> None:
+def render_command(command: CommandView) -> None:
     console.print(command_line(command), highlight=False, soft_wrap=True)
-    if command.get("ResourceUpdates"):
+    if command.ResourceUpdates:
         print_table(updates_table(command))
 
 
-def render_command_list(commands: list[dict[str, Any]]) -> None:
+def render_command_list(commands: list[CommandView]) -> None:
     table = Table(box=None, pad_edge=False)
     for column in ("Command", "Id", "State", "Started", "Updates"):
         table.add_column(column, overflow="fold")
     for command in commands:
         counts = update_counts(command)
-        mode = f" ({command['Mode']})" if command.get("Mode") and command.get("Command") == "apply" else ""
-        table.add_row(f"{command.get('Command')}{mode}", command.get("CommandId", ""),
-                      _state(command.get("State", "?")), str(command.get("StartTs", "")),
+        table.add_row(_command_name(command), command.CommandId, _state(command.State), moment(command.StartTs),
                       ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
     console.print(table)
+
+
+def moment(value: datetime | None) -> str:
+    """A time as the agent writes it (``2026-01-02T03:04:05.678901Z``); blank for none."""
+    return value.isoformat().replace("+00:00", "Z") if value is not None else ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from rich.console import Group
 from rich.live import Live
@@ -20,6 +20,7 @@ from svc.cli.errors import CliError
 from svc.cli.output import console
 from svc.cli.render import command_line, updates_table
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
+from svc.model.wire import CommandView
 
 T = TypeVar("T")
 _FAST_POLL = 0.25
@@ -43,11 +44,11 @@ class _Poll:
         # the start, so a short command is answered once, after its end, at no cost to its execution.
         self.wait = 0.0 if at_once else _FAST_POLL
 
-    def __call__(self, fetch: Callable[[float], dict[str, Any]]) -> dict[str, Any]:
+    def __call__(self, fetch: Callable[[float], CommandView]) -> CommandView:
         started = time.monotonic()
         command = fetch(self.wait)
         took = time.monotonic() - started
-        if took < self.wait and command.get("State") not in TERMINAL_COMMAND_STATES:
+        if took < self.wait and command.State not in TERMINAL_COMMAND_STATES:
             time.sleep(self.wait - took)  # it did not wait
             work = took
         else:
@@ -74,7 +75,7 @@ def _through_outages(fetch: Callable[[float], T], wait: float) -> T:
             pause = min(pause * 2, _SLOW_POLL)
 
 
-def _fetch(client: AgentClient, command_id: str, wait: float = 0.0) -> dict[str, Any]:
+def _fetch(client: AgentClient, command_id: str, wait: float = 0.0) -> CommandView:
     command = _through_outages(lambda w: agent_api.command(client, command_id, wait=w), wait)
     if command is None:
         raise CliError(f"command {command_id} disappeared from the agent; check: svc command list")
@@ -91,10 +92,10 @@ class _Changes:
         self.since: str | None = None
         self.poll = _Poll(at_once=False)
 
-    def next(self) -> dict[str, Any]:
+    def next(self) -> CommandView:
         return self.poll(self._fetch)
 
-    def _fetch(self, wait: float) -> dict[str, Any]:
+    def _fetch(self, wait: float) -> CommandView:
         command, self.since = _through_outages(
             lambda w: agent_api.command_changes(self.client, self.command_id, self.since, wait=w), wait)
         if command is None:
@@ -102,23 +103,23 @@ class _Changes:
         return command
 
 
-def wait_quietly(client: AgentClient, command_id: str) -> dict[str, Any]:
+def wait_quietly(client: AgentClient, command_id: str) -> CommandView:
     """Polls the command's summary until it is terminal, then returns its whole view."""
     changes = _Changes(client, command_id)
     command = changes.next()
-    while command.get("State") not in TERMINAL_COMMAND_STATES:
+    while command.State not in TERMINAL_COMMAND_STATES:
         command = changes.next()
     return _fetch(client, command_id)
 
 
-def _view(command: dict[str, Any]) -> Group:
-    updates = command.get("ResourceUpdates") or []
-    done = sum(1 for update in updates if update.get("State") in TERMINAL_UPDATE_STATES)
+def _view(command: CommandView) -> Group:
+    updates = command.ResourceUpdates or []
+    done = sum(1 for update in updates if update.State in TERMINAL_UPDATE_STATES)
     return Group(Text(command_line(command)), ProgressBar(total=max(len(updates), 1), completed=done, width=60),
                  updates_table(command))
 
 
-def follow(client: AgentClient, command_id: str, *, live: bool | None = None) -> dict[str, Any]:
+def follow(client: AgentClient, command_id: str, *, live: bool | None = None) -> CommandView:
     """Polls the command until it is terminal and returns its last state. Ctrl-C stops following, not
     the command."""
     live = console.is_terminal if live is None else live
@@ -129,35 +130,35 @@ def follow(client: AgentClient, command_id: str, *, live: bool | None = None) ->
         raise
 
 
-def _follow_live(client: AgentClient, command_id: str) -> dict[str, Any]:
+def _follow_live(client: AgentClient, command_id: str) -> CommandView:
     poll = _Poll()
     command = poll(lambda wait: _fetch(client, command_id, wait))
     with Live(_view(command), console=console, refresh_per_second=8) as view:
-        while command.get("State") not in TERMINAL_COMMAND_STATES:
+        while command.State not in TERMINAL_COMMAND_STATES:
             command = poll(lambda wait: _fetch(client, command_id, wait))
             view.update(_view(command))
     return command
 
 
-def _follow_lines(client: AgentClient, command_id: str) -> dict[str, Any]:
+def _follow_lines(client: AgentClient, command_id: str) -> CommandView:
     reported: set[tuple[str, str]] = set()
     changes = _Changes(client, command_id)  # a line needs no more than the summary
     while True:
         command = changes.next()
         _report(command, reported)
-        if command.get("State") in TERMINAL_COMMAND_STATES:
+        if command.State in TERMINAL_COMMAND_STATES:
             final = _fetch(client, command_id)
             _report(final, reported)  # any update whose last write the polls did not see
             return final
 
 
-def _report(command: dict[str, Any], reported: set[tuple[str, str]]) -> None:
+def _report(command: CommandView, reported: set[tuple[str, str]]) -> None:
     """One line per update that ended and was not reported yet."""
-    for update in command.get("ResourceUpdates") or []:
-        key = (update.get("ResourceId", ""), update.get("Operation", ""))
-        if update.get("State") in TERMINAL_UPDATE_STATES and key not in reported:
+    for update in command.ResourceUpdates or []:
+        key = (update.ResourceId, update.Operation)
+        if update.State in TERMINAL_UPDATE_STATES and key not in reported:
             reported.add(key)
-            message = update.get("ErrorMessage")
-            console.print(f"{update.get('State')}: {update.get('Operation')} {update.get('ResourceType')} "
-                          f"{update.get('ResourceLabel')} (stack {update.get('StackName')})"
+            message = update.ErrorMessage
+            console.print(f"{update.State}: {update.Operation} {update.ResourceType} "
+                          f"{update.ResourceLabel} (stack {update.StackName})"
                           + (f": {message}" if message else ""), highlight=False, soft_wrap=True)

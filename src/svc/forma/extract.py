@@ -51,6 +51,19 @@ class Extraction:
     hashed_secrets: list[str] = field(default_factory=list)  # "<label>.<property>", deeper: '.sub', '[0]', '["key"]'
     write_only: list[str] = field(default_factory=list)  # left out: "<label>.<property>"
 
+    def excluded_names(self) -> list[str]:
+        """``Type 'label'`` of each resource left out."""
+        return [f"{r['Type']} {r['Label']!r}" for r in self.excluded]
+
+    def excluded_types(self) -> list[str]:
+        return sorted({str(r["Type"]) for r in self.excluded})
+
+
+def namespaces(forma: Mapping[str, Any]) -> set[str]:
+    """The plugin namespaces a forma JSON document's resources and targets are of (their schemas are needed)."""
+    found = {str(r.get("Type", "")).split("::")[0] for r in forma.get("Resources") or []}
+    return found | {str(t["Namespace"]) for t in forma.get("Targets") or [] if t.get("Namespace")}
+
 
 def generate(forma: Mapping[str, Any], catalog: Catalog, options: ExtractOptions = ExtractOptions()) -> Extraction:
     return _Generator(forma, catalog, options).run()

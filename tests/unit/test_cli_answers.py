@@ -1,0 +1,114 @@
+"""The CLI decodes the agent's answers once, into the model's wire shapes (``svc.cli.answers``): an answer with a
+field this CLI does not know (a newer agent's) still parses and renders; one that lacks a field the CLI needs is
+a one-line ``Error:``, not a traceback.
+
+The agent answering here is a stand-in for one that cannot run in this checkout: an agent of the CLI's version
+that has grown fields. It serves canned JSON over real HTTP to the real client."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from svc import __version__
+from svc.cli.main import main
+
+COMMAND = {"CommandId": "2Yc0mmand", "Command": "apply", "Mode": "reconcile", "State": "Success",
+           "StartTs": "2026-01-02T03:04:05.678901Z", "EndTs": "2026-01-02T03:04:06Z",
+           "ResourceUpdates": [{"ResourceId": "r1", "ResourceType": "FAKE::Test::Item", "ResourceLabel": "web",
+                                "StackName": "prod", "Operation": "create", "State": "Success", "Duration": 1500}]}
+STATS = {"Version": __version__, "AgentId": "agent-1", "Clients": 1}
+
+
+class Answers:
+    """What the agent answers, by request path (without the query)."""
+
+    def __init__(self) -> None:
+        self.by_path: dict[str, Any] = {"/api/v1/stats": STATS}
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[tuple[Answers, Path]]:
+    """A running HTTP agent stand-in, and a CLI config file pointing at it."""
+    answers = Answers()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the base class's name
+            found = answers.by_path.get(self.path.partition("?")[0])
+            body = json.dumps(found if found is not None else {"error": "no such path"}).encode()
+            self.send_response(200 if found is not None else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    config = tmp_path / "cli.pkl"
+    config.write_text('amends "svc:/Config.pkl"\n'
+                      f'cli {{ api {{ url = "http://127.0.0.1"; port = {server.server_address[1]} }} }}\n')
+    try:
+        yield answers, config
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _newer(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` as a newer agent might send it: a field this CLI has never heard of, at the top and in each
+    resource update."""
+    updates = [{**update, "Region": "eu-west-1"} for update in document.get("ResourceUpdates", [])]
+    return {**document, "Priority": 3, **({"ResourceUpdates": updates} if updates else {})}
+
+
+def test_an_answer_with_fields_this_cli_does_not_know_still_renders(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    answers, config = agent
+    answers.by_path["/api/v1/stats"] = {**STATS, "Regions": {"eu-west-1": 2}}
+    answers.by_path["/api/v1/commands/2Yc0mmand/status"] = {"Commands": [_newer(COMMAND)], "NextPage": "x"}
+    assert main(["command", "status", "2Yc0mmand", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "apply (reconcile) 2Yc0mmand Success: 1 of 1 resource updates finished (1 Success)" in out
+    assert "FAKE::Test::Item" in out and "web" in out and "1.5s" in out
+
+
+def test_machine_output_is_the_agents_document(agent: tuple[Answers, Path],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """What the CLI prints for machines is what an agent of its version sent, decoded and written again."""
+    answers, config = agent
+    answers.by_path["/api/v1/commands/2Yc0mmand/status"] = {"Commands": [COMMAND]}
+    assert main(["command", "status", "2Yc0mmand", "--config", str(config), "--output-consumer", "machine"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"Commands": [COMMAND]}
+
+
+def test_an_answer_missing_a_field_the_cli_needs_is_one_line_error(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    answers, config = agent
+    stateless = {**COMMAND, "ResourceUpdates": [{k: v for k, v in COMMAND["ResourceUpdates"][0].items()
+                                                 if k != "State"}]}
+    answers.by_path["/api/v1/commands/status"] = {"Commands": [stateless]}
+    assert main(["command", "list", "--config", str(config)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert captured.err.startswith("Error: the agent's answer to GET /commands/status is not what this CLI "
+                                   "understands: Commands.0.ResourceUpdates.0.State: Field required")
+
+
+def test_stats_of_another_version_still_name_the_version_to_upgrade_to(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """The version check reads the bare document: an older agent's stats may lack what this CLI's shape needs."""
+    answers, config = agent
+    answers.by_path["/api/v1/stats"] = {"Version": "0.0.1"}
+    assert main(["agent", "status", "--config", str(config)]) == 1
+    assert capsys.readouterr().err == (f"Error: CLI version {__version__} does not match agent version 0.0.1; "
+                                       "run: svc upgrade --version 0.0.1\n")

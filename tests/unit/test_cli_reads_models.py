@@ -1,0 +1,45 @@
+"""The CLI reads the agent's answers as models (attributes), decoded once at the client boundary: no module of
+``svc.cli`` beyond it looks a PascalCase wire key up in a dict (``answer["State"]``, ``command.get("Mode")``),
+where a renamed field would fail only at run time."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import svc.cli
+
+CLI = Path(svc.cli.__file__).parent
+# The boundary: the HTTP client, the endpoints that decode their answers, the decoder, and the error bodies
+# (``{"error": Type, "data": {…}}``, whose data is free-form per error type).
+BOUNDARY = {"client.py", "agent_api.py", "answers.py", "agent_errors.py"}
+_WIRE_KEY = re.compile(r"[A-Z][A-Za-z0-9]*")
+
+
+def wire_key_lookups(source: str) -> list[tuple[int, str]]:
+    """(line, key) of each ``x["Key"]`` and ``x.get("Key"…)`` with a PascalCase string key."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        key: ast.expr | None = None
+        if isinstance(node, ast.Subscript):
+            key = node.slice
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args):
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and _WIRE_KEY.fullmatch(key.value):
+            found.append((node.lineno, key.value))
+    return found
+
+
+def test_the_check_sees_both_kinds_of_lookup() -> None:
+    assert wire_key_lookups('a["State"]\nb.get("Mode")\nc["state"]\nd.get("x")\ne[0]') == [(1, "State"),
+                                                                                            (2, "Mode")]
+
+
+def test_no_cli_module_beyond_the_boundary_looks_up_wire_keys() -> None:
+    modules = sorted(CLI.glob("*.py"))
+    assert {path.name for path in modules} >= BOUNDARY  # a renamed boundary module must not widen the check's gap
+    offending = {path.name: lookups for path in modules if path.name not in BOUNDARY
+                 if (lookups := wire_key_lookups(path.read_text()))}
+    assert offending == {}
