@@ -20,6 +20,7 @@ Figures and ratios against the issue's goals only; nothing is asserted.
 
     .venv/bin/python bench/engine_cli.py                # 1,000 and 10,000
     .venv/bin/python bench/engine_cli.py --sizes 1000   # quicker
+    .venv/bin/python bench/engine_cli.py --compare ../base   # the paired A/B against another checkout
 """
 
 from __future__ import annotations
@@ -337,7 +338,17 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000])
     parser.add_argument("--in-flight", type=int, nargs="*", default=[16, 32],
                         help=f"lower in-flight limits to measure the latency ratio at, besides {IN_FLIGHT}")
+    parser.add_argument("--compare", type=Path, metavar="OTHER_CHECKOUT",
+                        help="instead: the paired A/B of the latency figure against another checkout (with its own "
+                             ".venv), at each --in-flight limit and 64 (engine_cli_compare.py)")
+    parser.add_argument("--rounds", type=int, default=4, help="--compare: rounds per in-flight limit")
+    parser.add_argument("--repeat", type=int, default=3, help="--compare: measured applies per side and round")
     args = parser.parse_args()
+    if args.compare is not None:
+        from engine_cli_compare import compare
+
+        compare(args.compare.resolve(), [*args.in_flight, IN_FLIGHT], args.rounds, args.repeat)
+        return
     with tempfile.TemporaryDirectory(prefix="svc-bench-cli-") as tmp:
         directory = Path(tmp)
         agent = start_fake_agent(directory)
