@@ -13,7 +13,7 @@ from svc.api.problems import bad_request, not_found
 from svc.api.responses import JSONResponse
 from svc.api.submission import read_submission
 from svc.datastore import COMMAND_FIELDS, parse_query
-from svc.engine.service import ApplyRequest
+from svc.engine.service import ApplyRequest, StoredCommand
 from svc.model import wire
 
 router = APIRouter()
@@ -57,12 +57,12 @@ async def submit_command(request: Request) -> JSONResponse:
         submitted = await service.apply(submission, caller)
     else:
         submitted = await service.destroy(submission, caller)
-    response = submit_response(submitted, caller)
+    document = await deps.in_thread(lambda: submit_response(submitted, caller).to_json())
     started = submitted.changes_required and not submission.simulate
     if not started:
-        return JSONResponse(response.to_json(), status_code=200)
-    return JSONResponse(response.to_json(), status_code=202,
-                        headers={"Location": f"/api/v1/commands/{response.CommandId}/status"})
+        return JSONResponse(document, status_code=200)
+    return JSONResponse(document, status_code=202,
+                        headers={"Location": f"/api/v1/commands/{submitted.command_id}/status"})
 
 
 @router.get("/commands/{command_id}/status",
@@ -84,8 +84,15 @@ async def command_status(request: Request, command_id: str, summary: str = "", u
                                     updated_since=since)
     if command is None:
         raise not_found(f"command not found: {command_id}")
-    return JSONResponse(wire.ListCommandStatusResponse(Commands=[stored_view(command)]).to_json(),
+    return JSONResponse(await deps.in_thread(_status_document, [command]),
                         headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
+
+
+def _status_document(commands: list[StoredCommand]) -> dict[str, Any]:
+    """The commands' views as the JSON answer. Rendered on a worker thread, as the reads are: a command's view
+    holds each of its updates (tens of milliseconds for a few hundred), and the event loop meanwhile runs the
+    commands, one of which the caller is following (on the loop, following an apply slowed it down)."""
+    return wire.ListCommandStatusResponse(Commands=[stored_view(each) for each in commands]).to_json()
 
 
 def _wait(text: str) -> float:
@@ -121,7 +128,7 @@ async def list_commands(request: Request, query: str = "", scope: str = "client"
                                                     max_results=limit)
     if not commands:
         raise not_found("no commands match")
-    return wire.ListCommandStatusResponse(Commands=[stored_view(each) for each in commands]).to_json()
+    return await deps.in_thread(_status_document, commands)
 
 
 @router.post("/commands/cancel", status_code=202,
