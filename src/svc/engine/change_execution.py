@@ -31,6 +31,7 @@ from svc.engine.planner.diff import generate_patch
 from svc.engine.resolve import Producer, ResolveError, Resolver
 from svc.engine.writer import BatchWriter
 from svc.model import values
+from svc.model.native_ids import native_id_in
 from svc.model.records import ResourceWrite, StoreOutcome
 from svc.model.schema import Schema
 from svc.model.schema_cache import fields_of, opaque_fields_of, schema_of
@@ -72,18 +73,6 @@ def _strip_empty(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_empty(v) for v in value]
     return value
-
-
-def _identified(properties: Json | None, identifier: str) -> str:
-    """The native id at the schema's ``identifier`` (``$.Id``, ``$.Meta.Id``) in a create's answer; "" if none."""
-    path = identifier.removeprefix("$").removeprefix(".")
-    if not properties or not path:
-        return ""
-    try:
-        found = values.get_path(properties, path)
-    except KeyError:
-        return ""
-    return str(found) if isinstance(found, (str, int)) and not isinstance(found, bool) and found != "" else ""
 
 
 def _as_read(prior: Json) -> Json:
@@ -293,7 +282,7 @@ class Steps:
             return self._failed(data, progress)
         returned = progress.properties
         identifier = str(change.schema.get("Identifier") or "")
-        native_id = progress.native_id or _identified(returned, identifier)
+        native_id = progress.native_id or native_id_in(returned, identifier)
         if not native_id:
             message = (f"plugin {plugin.namespace} answered the create of {change.type} {change.label!r} without a "
                        f"native id, and its properties hold none at the identifier {identifier!r}; nothing was "
