@@ -13,6 +13,14 @@ from support.cloudcontrol.client import StandIn, start_cloudcontrol
 from support.processes import Agent, free_port
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """One schema cache for the whole run (every xdist worker, every agent it starts), kept between runs in
+    pytest's cache directory: a test with a fresh HOME does not extract the AWS plugin's ~1,700 types again.
+    Entries are keyed by the schema files' fingerprint, so an edited schema is extracted anew."""
+    if "SVC_SCHEMA_CACHE" not in os.environ and config.cache is not None:
+        os.environ["SVC_SCHEMA_CACHE"] = str(config.cache.mkdir("svc-schemas"))
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh HOME (and XDG dirs, PID file) so tests never touch the user's files."""

@@ -8,9 +8,11 @@ derivation rules).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
-import json
+import logging
 import os
+import time
 from pathlib import Path
 
 from pydantic import TypeAdapter
@@ -22,6 +24,7 @@ from svc.pkl.packages import implicit_environment, plugin_package, svc_package
 from svc.plugins import InstalledPlugin
 
 _DESCRIPTORS = TypeAdapter(list[ResourceDescriptor])
+_log = logging.getLogger(__name__)
 
 
 class SchemaExtractionError(Exception):
@@ -29,6 +32,9 @@ class SchemaExtractionError(Exception):
 
 
 def default_cache_dir() -> Path:
+    """``$SVC_SCHEMA_CACHE``, else ``svc/schemas`` in the user's cache directory."""
+    if os.environ.get("SVC_SCHEMA_CACHE"):
+        return Path(os.environ["SVC_SCHEMA_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "svc" / "schemas"
 
@@ -72,12 +78,22 @@ def extract_descriptors(plugin: InstalledPlugin, *, cache_dir: Path | None = Non
     """Each resource type of ``plugin``, by type, from its schema package (cached by version)."""
     cache = ((cache_dir or default_cache_dir())
              / f"{plugin.namespace}-{plugin.version}-svc-{__version__}-{_fingerprint(plugin)}.json")
-    if cache.is_file():
-        descriptors = _DESCRIPTORS.validate_json(cache.read_bytes())
-    else:
-        descriptors = _extract(plugin)
+    if not cache.is_file():
         cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_suffix(".tmp")
-        temporary.write_text(json.dumps([d.to_json() for d in descriptors]), encoding="utf-8")
-        temporary.replace(cache)  # atomic: a concurrent reader never sees half a file
+        # One process extracts (a large package takes a while); the others wait for its cache file.
+        with open(cache.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not cache.is_file():
+                _log.info("extracting the resource schemas of plugin %s %s (once; cached in %s)",
+                          plugin.namespace, plugin.version, cache.parent)
+                started = time.monotonic()
+                descriptors = _extract(plugin)
+                _log.info("extracted %d resource schemas of plugin %s in %.1f s",
+                          len(descriptors), plugin.namespace, time.monotonic() - started)
+                temporary = cache.with_suffix(f".{os.getpid()}.tmp")
+                # Defaults left out: a large package's hints are mostly default, and the file is read at each start.
+                temporary.write_bytes(_DESCRIPTORS.dump_json(descriptors, by_alias=True, exclude_defaults=True))
+                temporary.replace(cache)  # atomic: a reader never sees half a file
+                return {descriptor.type: descriptor for descriptor in descriptors}
+    descriptors = _DESCRIPTORS.validate_json(cache.read_bytes())
     return {descriptor.type: descriptor for descriptor in descriptors}
