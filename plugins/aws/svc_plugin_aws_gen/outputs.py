@@ -53,7 +53,9 @@ def _discoverable_module(types: list[str]) -> str:
 
 def generate(schemas: list[TypeSchema] | None = None) -> Generated:
     """The generated files, from ``schemas`` (by default the pinned registry)."""
-    covered = [s for s in (schemas if schemas is not None else load_registry()) if s.in_scope]
+    # Sorted by name whatever the input's order: the same registry always gives the same bytes.
+    covered = sorted((s for s in (schemas if schemas is not None else load_registry()) if s.in_scope),
+                     key=lambda s: s.name)
     finder = ParentFinder(covered)
     files: dict[Path, str] = {}
     discoverable: list[str] = []
