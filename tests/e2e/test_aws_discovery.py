@@ -3,7 +3,8 @@ agent's tag (``svc:agent``) or the system tag (``AmazonECSManaged``), subnets ar
 and an identity that may not read IAM gets one warning per IAM type while everything else is discovered.
 
 moto checks every request against IAM once its first few (the setup below) are done: the agent runs with
-the keys of a user whose policy allows everything but ``iam:*``.
+the keys of a user whose policy allows everything but ``iam:*``. Discovery lists the native types, the ones
+moto serves (the registry's other types go through Cloud Control, which moto does not have).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from typing import Any
 import boto3
 import httpx
 import pytest
+from svc_plugin_aws_gen.handwritten import HAND_WRITTEN
 
 from support.aws import AWS_TEST_REGION, aws_agent, isolated_aws_home, target_pkl
 from support.moto import moto_server
 from support.processes import Agent, run_svc
 
 SETUP_CALLS = 3  # create_user, create_access_key, put_user_policy: unauthenticated, then IAM is enforced
+NATIVE_TYPES = "resourceTypesToDiscover { " + "; ".join(f'"{t}"' for t in sorted(HAND_WRITTEN)) + " }"
 AGENT_TAG = {"Key": "svc:agent", "Value": "true"}
 SYSTEM_TAG = {"Key": "AmazonECSManaged", "Value": "true"}
 
@@ -60,7 +63,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         keys = _restricted_user(url)
         credentials = {"AWS_ACCESS_KEY_ID": keys["aws_access_key_id"],
                        "AWS_SECRET_ACCESS_KEY": keys["aws_secret_access_key"]}
-        with isolated_aws_home(directory, credentials), aws_agent(directory) as agent:
+        with isolated_aws_home(directory, credentials), aws_agent(directory, plugin=NATIVE_TYPES) as agent:
             world = World(url, directory, agent, keys)
             forma = directory / "target.pkl"  # discovery lists the targets the agent knows
             forma.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ import boto3
 import pytest
 
 from support.processes import Agent, free_port
+from svc.plugins import installed_plugins
+from svc.schema.extract import extract_descriptors
 
 # Variables that would let the developer's own AWS setup (profile, region, retry policy) leak into a test.
 _LEAKY = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_RETRY_MODE",
@@ -87,9 +90,18 @@ def isolated_aws_home(directory: Path, credentials: dict[str, str] | None = None
         yield home
 
 
+@functools.cache
+def warm_aws_schemas() -> None:
+    """Extracts the AWS plugin's schemas into the run's shared cache (``$SVC_SCHEMA_CACHE``, tests/conftest.py)
+    before an agent needs them: the first extraction of its ~1,700 types takes longer than a test waits for an
+    agent to become healthy. Every later agent, and every test process (the cache has a lock), reads the file."""
+    extract_descriptors(next(p for p in installed_plugins() if p.namespace == "AWS"))
+
+
 def agent_config_pkl(path: Path, port: int, *, plugin: str = "", agent: str = "") -> Path:
     """An agent (and CLI) config with the AWS plugin (``plugin``: members of its ``PluginConfig``), SQLite
     next to ``path``, short retries, synchronization and discovery only when asked (``POST /admin/…``)."""
+    warm_aws_schemas()
     path.write_text(f"""\
 amends "svc:/Config.pkl"
 import "plugins:/AWS.pkl"
@@ -108,11 +120,12 @@ cli {{ api {{ url = "http://localhost"; port = {port} }} }}
 
 
 @contextmanager
-def aws_agent(directory: Path, env: dict[str, str] | None = None) -> Iterator[Agent]:
-    """A started agent with the AWS plugin (``agent_config_pkl``, its files in ``directory``) on a free port, and
-    stopped after; run it inside ``isolated_aws_home``, whose environment it inherits (plus ``env``)."""
+def aws_agent(directory: Path, env: dict[str, str] | None = None, *, plugin: str = "") -> Iterator[Agent]:
+    """A started agent with the AWS plugin (``agent_config_pkl``, its files in ``directory``; ``plugin``: members
+    of its ``PluginConfig``) on a free port, and stopped after; run it inside ``isolated_aws_home``, whose
+    environment it inherits (plus ``env``)."""
     port = free_port()
-    agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port), port=port,
+    agent = Agent(config=agent_config_pkl(directory / "agent.pkl", port, plugin=plugin), port=port,
                   log=directory / "agent.log", env=dict(env or {})).start()
     try:
         yield agent
