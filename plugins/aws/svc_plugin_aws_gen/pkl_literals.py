@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from svc_plugin_aws_gen.registry import JsonSchema
@@ -21,6 +22,7 @@ def string(value: str) -> str:
                          for char in value) + '"'
 
 
+@functools.cache  # the registry repeats its patterns; compiling each once keeps the generator quick
 def regex(pattern: str) -> str | None:
     """``Regex(#"…"#)`` for a pattern Pkl reads as JSON Schema does, else None."""
     if "\n" in pattern or not _PORTABLE_REGEX.fullmatch(pattern):
