@@ -292,7 +292,7 @@ class Steps:
         if returned is None:
             found = await plugin.read(change.type, change.target_config, native_id, None, not_found_ok=False)
             returned = found.properties or {}
-        elif identifier and not _identified(returned, identifier):
+        elif identifier and not native_id_in(returned, identifier):
             keys = ", ".join(sorted(returned)[:8]) + (", …" if len(returned) > 8 else "")
             plugin.warn_once(change.type, f"plugin {plugin.namespace} answers creates of {change.type} with "
                              f"properties that hold nothing at its identifier {identifier!r} (keys: {keys or 'none'}); "
