@@ -147,7 +147,9 @@ class Agent:
             self.wait_healthy(verify)
         return self
 
-    def wait_healthy(self, verify: object = False, timeout: float = 30) -> None:
+    def wait_healthy(self, verify: object = False, timeout: float = 120) -> None:
+        # Generous: a loaded CI machine runs three times slower, and an agent with the full AWS package reads
+        # ~1,700 cached schemas before it answers. A healthy agent returns at once; only a broken one waits.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:

@@ -23,7 +23,7 @@ from svc.plugins.conformance.case import Case, ConformanceFailure, Json, expect
 from svc.plugins.conformance.direct import DirectPlugin
 
 SVC = str(Path(sys.executable).parent / "svc")  # the svc of the environment the plugin is installed in
-_HEALTHY_WITHIN = 60.0
+_HEALTHY_WITHIN = 120.0
 
 
 def free_port() -> int:
