@@ -102,7 +102,7 @@ def test_a_hand_edit_is_synchronized_shown_refused_and_reverted(site: Site) -> N
     assert refused.returncode == 1
     out = refused.stdout
     assert "update  page (LOCAL::FS::File)" in out and "delete  notes (LOCAL::FS::File)" in out, out
-    assert 'replace /Content: "edited by hand\\n"' in out, out
+    assert '/Content: "<!-- site -->\\nhello\\n" → "edited by hand\\n"' in out, out
     assert "svc extract --query 'stack:web'" in out, out
     assert f"svc apply --mode reconcile --force {site.forma}" in out, out
     assert refused.stderr.startswith("Error: reconcile refused"), refused.stderr

@@ -164,7 +164,7 @@ def test_sync_drift_extract_and_discovery_keep_nested_secrets_hashed(world: Worl
     [op] = modified["PatchDocument"]
     assert op["path"] in ("/Database", "/Database/Password") and edited not in json.dumps(op)
     refused = answers.apply(forma)  # the drift gate shows the change, not the secret
-    assert refused.returncode == 1 and "(a secret: changed)" in refused.stdout, refused.stdout + refused.stderr
+    assert refused.returncode == 1 and "(sensitive)" in refused.stdout, refused.stdout + refused.stderr
 
     # Extract writes each nested secret as its hash; applying the extraction changes nothing.
     extracted = world.directory / "extracted.pkl"

@@ -9,7 +9,6 @@ import socket
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
 from support.processes import run_svc
@@ -66,11 +65,13 @@ def walk_on(home: Path) -> None:
     forma = str(REPO / "examples" / "quickstart.pkl")
     style = home / "svc-quickstart" / "site" / "style.css"
     style.write_text("h1 { color: red; }\n")
-    synced = httpx.post("http://localhost:49684/api/v1/admin/synchronize", timeout=60)
-    assert synced.status_code == 200 and synced.json()["CommandId"], synced.text
+    synced = run_svc("sync")
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert "update  quickstart/style (LOCAL::FS::File)" in synced.stdout, synced.stdout
     refused = run_svc("apply", "--mode", "reconcile", forma, "--yes", "--wait", env={"COLUMNS": "200"})
     assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert 'replace /Content: "h1 { color: red; }\\n"' in refused.stdout, refused.stdout
+    assert '/Content: "h1 { font-family: sans-serif; color: teal; }\\n" → "h1 { color: red; }\\n"' in refused.stdout, \
+        refused.stdout
     assert "svc extract --query 'stack:quickstart'" in refused.stdout, refused.stdout
 
     now = home / "quickstart-now.pkl"

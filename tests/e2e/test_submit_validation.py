@@ -138,5 +138,5 @@ def test_cli_destroy_takes_a_file_or_a_query(home: Path, tmp_path: Path) -> None
     forma.write_text('amends "@svc/forma.pkl"\n')
     both = run_svc("destroy", str(forma), "--query", "stack:a")
     assert both.returncode == 1 and "not both" in both.stderr
-    mode = run_svc("apply", str(forma))
-    assert mode.returncode == 1 and "Missing option '--mode'" in mode.stderr
+    mode = run_svc("apply", str(forma), "--mode", "merge")
+    assert mode.returncode == 1 and "Invalid value for '--mode'" in mode.stderr, mode.stderr

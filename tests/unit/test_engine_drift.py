@@ -8,14 +8,15 @@ import jsonpatch
 import pytest
 
 from support.planning import CATALOG, forma, inventory, new_id, resource, stored
-from svc.cli.drift import patch_lines
+from svc.cli.drift import change_lines
 from svc.engine import errors
 from svc.engine.change_execution import merge
-from svc.engine.drift import drift_patch, observed
+from svc.engine.drift import drift_changes, drift_patch, observed
 from svc.engine.observed import observed_state
 from svc.engine.planner import Modification, PlanRequest, plan
 from svc.model import values
 from svc.model.schema import Schema
+from svc.model.wire import DriftChange
 
 REF = "svc://2YaaaaaaaaaaaaaaaaaaaaaaaaA#/Path"
 
@@ -90,14 +91,27 @@ def test_the_patch_compares_what_the_provider_has() -> None:
     assert patch[1]["value"]["$value"] == values.digest("b") and len(patch) == 2
 
 
-def test_the_cli_lists_changed_fields_but_never_a_secret() -> None:
-    lines = patch_lines([
-        {"op": "replace", "path": "/Content", "value": "edited by hand"},
-        {"op": "replace", "path": "/Key", "value": values.hashed_secret("b")},
-        {"op": "remove", "path": "/Mode"},
+def test_changes_carry_the_value_before_each_change() -> None:
+    old = observed({"Content": template(), "Key": values.hashed_secret("a"), "Mode": "0644", "Tags": ["x"]})
+    new = observed({"Content": template("edited"), "Key": values.hashed_secret("b"), "Tags": ["x", "y"]})
+    changes = drift_changes(old, new)
+    assert changes[:2] == [{"Path": "/Mode", "Old": "0644"},
+                           {"Path": "/Content", "Old": "<!-- site -->", "New": "edited"}]
+    assert changes[2] == {"Path": "/Key", "Old": old["Key"], "New": new["Key"]}
+    assert changes[3] == {"Path": "/Tags/1", "New": "y"} and len(changes) == 4
+
+
+def test_the_cli_shows_old_and_new_values_but_never_a_secret() -> None:
+    lines = change_lines([
+        DriftChange(Path="/Content", Old="typed", New="edited by hand"),
+        DriftChange(Path="/Key", Old=values.hashed_secret("a"), New=values.hashed_secret("b")),
+        DriftChange(Path="/Mode", Old="0644"),
+        DriftChange(Path="/Tags/1", New="y"),
+        DriftChange(Path="/Unset", Old=None, New="set"),
     ])
-    assert lines == ['replace /Content: "edited by hand"', "replace /Key: (a secret: changed)", "remove /Mode"]
-    many = patch_lines([{"op": "add", "path": f"/F{i}", "value": "x" * 200} for i in range(20)])
+    assert lines == ['/Content: "typed" → "edited by hand"', "/Key: (sensitive) → (sensitive)",
+                     '/Mode: "0644" → (absent)', '/Tags/1: (absent) → "y"', '/Unset: null → "set"']
+    many = change_lines([DriftChange(Path=f"/F{i}", New="x" * 200) for i in range(20)])
     assert len(many) == 9 and many[-1] == "… and 12 more" and len(many[0]) < 90
 
 

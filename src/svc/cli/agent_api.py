@@ -14,6 +14,7 @@ from svc.model.wire import (
     CancelCommandResponse,
     CommandView,
     ListCommandStatusResponse,
+    ReconcileStackResponse,
     StackDriftView,
     SubmitCommandResponse,
 )
@@ -116,6 +117,22 @@ def stack_drift(client: AgentClient, stack: str) -> StackDriftView | None:
         return None
     raise_for(response, "stack drift")
     return decode(StackDriftView, response.content, "GET /stacks/{stack}/drift")
+
+
+def reconcile_stack(client: AgentClient, stack: str) -> str | None:
+    """``POST /stacks/{stack}/reconcile``: the id of the command reverting the stack's drift, None when there is
+    no drift."""
+    response = client.request("POST", f"/stacks/{quote(stack, safe='')}/reconcile")
+    raise_for(response, "reconcile")
+    return decode(ReconcileStackResponse, response.content, "POST /stacks/{stack}/reconcile").command_id
+
+
+def run_job(client: AgentClient, job: str, shape: type[Shape]) -> Shape:
+    """``POST /admin/{job}`` (``synchronize``, ``discover``, ``check-ttl``): the agent runs the background job
+    now, to its end, and answers what the run did, as ``shape``."""
+    response = client.request("POST", f"/admin/{job}", timeout=None)  # a run takes as long as the cloud does
+    raise_for(response, job)
+    return decode(shape, response.content, f"POST /admin/{job}")
 
 
 def _inventory(client: AgentClient, path: str, query: str, max_results: int) -> bytes | None:

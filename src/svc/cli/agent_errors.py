@@ -112,7 +112,14 @@ def _target_ref(data: dict[str, Any]) -> str:
     return f"target {data.get('TargetLabel')} is referenced but declared nowhere; declare it in the forma"
 
 
+def _policy_required(data: dict[str, Any]) -> str:
+    return (f"stack {data.get('StackLabel')} has no auto-reconcile policy (or does not exist); add "
+            "policies { new svc.AutoReconcilePolicy { … } } to its svc.Stack, or revert its drift with "
+            "svc apply --mode reconcile --force FILE")
+
+
 _TYPED: dict[str, Callable[[dict[str, Any]], str]] = {
+    "ReconcilePolicyRequired": _policy_required,
     "ReconcileRejected": _reconcile_rejected,
     "ConflictingCommands": _conflicting,
     "PatchRejected": _patch_rejected,

@@ -25,10 +25,10 @@ from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
-from svc.cli.render import render_command, render_plan
-from svc.cli.watch import follow, wait_quietly
+from svc.cli.render import print_outcome, render_plan
+from svc.cli.watch import follow, follow_to_outcome, wait_quietly
 from svc.config import load_cli_config
-from svc.model.wire import CommandView, SubmitCommandResponse
+from svc.model.wire import SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
 SimulateOption = Annotated[bool, typer.Option("--simulate", help="Show what would change; change nothing.")]
@@ -57,7 +57,8 @@ def apply_command(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="The forma (a .pkl file amending @svc/forma.pkl).", dir_okay=False)],
     mode: Annotated[Mode, typer.Option("--mode", help="reconcile: the forma is the whole truth of its stacks "
-                                                      "(what it drops is deleted); patch: only add and change.")],
+                                                      "(what it drops is deleted); patch: only add and change.")
+                ] = Mode.reconcile,
     simulate: SimulateOption = False,
     force: Annotated[bool, typer.Option("--force", help="reconcile: overwrite changes made outside svc.")] = False,
     yes: YesOption = False,
@@ -169,10 +170,7 @@ def _human(client: AgentClient, submission: Submission) -> int:
     if not (submission.wait or console.is_terminal):
         console.print(f"Follow it with: svc command status {command_id}", highlight=False)
         return 0
-    final = follow(client, command_id)
-    if not console.is_terminal:
-        render_command(final)
-    return _outcome(final)
+    return follow_to_outcome(client, command_id)
 
 
 def _record_baseline(client: AgentClient, submission: Submission, preview: SubmitCommandResponse,
@@ -197,18 +195,9 @@ def _record_baseline(client: AgentClient, submission: Submission, preview: Submi
     if response.Simulation.ChangesRequired:  # the stack changed between the two plans
         console.print(f"The stack changed meanwhile: command {response.CommandId} applies the forma.",
                       highlight=False)
-        return _outcome(follow(client, response.CommandId))
+        return print_outcome(follow(client, response.CommandId))
     console.print(f"Recorded as the new baseline (command {response.CommandId}).", highlight=False)
     return 0
-
-
-def _outcome(command: CommandView) -> int:
-    if command.State == "Success":
-        console.print(f"[green]{command.Command} {command.CommandId} succeeded.[/green]", highlight=False)
-        return 0
-    console.print(f"[red]{command.Command} {command.CommandId} ended {command.State}.[/red] "
-                  f"Details: svc command status {command.CommandId}", highlight=False)
-    return 1
 
 
 def _confirm(question: str) -> bool:

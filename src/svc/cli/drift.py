@@ -1,9 +1,10 @@
-"""What ``svc apply --mode reconcile`` shows when the agent refuses it for drift (409 ReconcileRejected).
+"""Drift as the CLI shows it: ``svc drift``, and ``svc apply --mode reconcile`` when the agent refuses it for
+drift (409 ReconcileRejected).
 
-Per stack, each resource changed outside the forma since the last reconcile (``update|delete label
-(Type)``), for updates the changed fields as a short patch list (from ``GET /stacks/{stack}/drift``;
-secrets are shown as changed, never by value), then the two ways out: fold the change into the forma
-(``svc extract``), or revert it (``--force``).
+Per stack, each resource changed outside the forma since the last reconcile (``update|delete label (Type)``),
+for updates each changed property as ``/Path: old → new`` (from ``GET /stacks/{stack}/drift``; secrets are
+shown as ``(sensitive)``, never by value or hash). The refused apply then names the two ways out: fold the
+change into the forma (``svc extract``), or revert it (``--force``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from svc.cli.answers import decode
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
 from svc.cli.output import console
-from svc.model.wire import DriftedResource, ReconcileRejectedData
+from svc.model.wire import DriftChange, DriftedResource, ReconcileRejectedData
 
-MAX_FIELDS = 8  # patch lines shown per resource
+MAX_FIELDS = 8  # changed properties shown per resource
 MAX_VALUE = 60  # characters of a value shown
+ABSENT = "(absent)"
+SENSITIVE = "(sensitive)"
 
 
 def _is_secret(value: Any) -> bool:
@@ -34,22 +37,40 @@ def _is_secret(value: Any) -> bool:
 
 def _shown(value: Any) -> str:
     if _is_secret(value):
-        return "(a secret: changed)"
+        return SENSITIVE
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "…"
 
 
-def patch_lines(patch: list[dict[str, Any]] | None) -> list[str]:
-    """``replace /Content: "new"`` lines; at most ``MAX_FIELDS``, then how many more."""
+def change_lines(changes: list[DriftChange] | None) -> list[str]:
+    """``/Content: "old" → "new"`` lines; at most ``MAX_FIELDS``, then how many more. A side the answer left
+    out (the property was added, or removed) is ``(absent)``."""
     lines = []
-    for op in (patch or [])[:MAX_FIELDS]:
-        line = f"{op.get('op')} {op.get('path') or '/'}"
-        if "value" in op:
-            line += f": {_shown(op['value'])}"
-        lines.append(line)
-    if patch and len(patch) > MAX_FIELDS:
-        lines.append(f"… and {len(patch) - MAX_FIELDS} more")
+    for change in (changes or [])[:MAX_FIELDS]:
+        given = change.model_fields_set
+        old = _shown(change.Old) if "Old" in given else ABSENT
+        new = _shown(change.New) if "New" in given else ABSENT
+        lines.append(f"{change.Path or '/'}: {old} → {new}")
+    if changes and len(changes) > MAX_FIELDS:
+        lines.append(f"… and {len(changes) - MAX_FIELDS} more")
     return lines
+
+
+def print_modified(stack: str, modified: list[DriftedResource],
+                   details: dict[tuple[str, str], DriftedResource]) -> None:
+    """``Stack S:`` then each modified resource and, for updates, its changed properties (from ``details``, the
+    stack's drift entries by (type, label))."""
+    console.print(f"\nStack {stack}:", highlight=False, markup=False)
+    for item in modified:
+        console.print(f"  {item.Operation:<7} {item.Label} ({item.Type})", highlight=False, markup=False)
+        detail = details.get((item.Type, item.Label))
+        if item.Operation == "update" and detail is not None:
+            for line in change_lines(detail.Changes):
+                console.print(f"            {line}", highlight=False, markup=False)
+
+
+def by_resource(entries: list[DriftedResource]) -> dict[tuple[str, str], DriftedResource]:
+    return {(entry.Type, entry.Label): entry for entry in entries}
 
 
 def _details(client: AgentClient, stack: str) -> dict[tuple[str, str], DriftedResource]:
@@ -58,7 +79,7 @@ def _details(client: AgentClient, stack: str) -> dict[tuple[str, str], DriftedRe
         found = agent_api.stack_drift(client, stack)
     except CliError:
         found = None
-    return {(entry.Type, entry.Label): entry for entry in found.ModifiedResources} if found is not None else {}
+    return by_resource(found.ModifiedResources) if found is not None else {}
 
 
 def _revert_command(title: str) -> str:
@@ -73,14 +94,7 @@ def explain_drift(client: AgentClient, data: dict[str, Any], title: str) -> NoRe
     console.print("The agent refused this reconcile: resources changed outside this forma since the last "
                   "reconcile.", highlight=False, markup=False)
     for stack, entry in stacks.items():
-        details = _details(client, stack)
-        console.print(f"\nStack {stack}:", highlight=False, markup=False)
-        for item in entry.ModifiedResources:
-            console.print(f"  {item.Operation:<7} {item.Label} ({item.Type})", highlight=False, markup=False)
-            detail = details.get((item.Type, item.Label))
-            if item.Operation == "update" and detail is not None:
-                for line in patch_lines(detail.PatchDocument):
-                    console.print(f"            {line}", highlight=False, markup=False)
+        print_modified(stack, entry.ModifiedResources, _details(client, stack))
     console.print("\nTwo ways out:", highlight=False, markup=False)
     for stack in stacks:
         console.print(f"  keep the change:   svc extract --query 'stack:{stack}' <file.pkl>   then fold what it "

@@ -14,10 +14,12 @@ from svc.cli.agent_commands import agent_app, status_app
 from svc.cli.apply_commands import apply_command, destroy_command
 from svc.cli.command_commands import cancel_command, command_app, status_command
 from svc.cli.deploy_commands import deploy_app
+from svc.cli.drift_commands import drift_command, reconcile_command
 from svc.cli.errors import CliError
 from svc.cli.extract_commands import extract_command
 from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand, eval_command, project_app
 from svc.cli.inventory_commands import inventory_app
+from svc.cli.job_commands import discover_command, sync_command, ttl_app
 from svc.cli.plugin_commands import plugin_app
 from svc.cli.upgrade import upgrade
 from svc.config import ConfigError
@@ -44,6 +46,11 @@ app.command("cancel")(cancel_command)
 app.add_typer(inventory_app, name="inventory")
 app.command("extract")(extract_command)
 app.add_typer(plugin_app, name="plugin")
+app.command("sync")(sync_command)
+app.command("drift")(drift_command)
+app.command("discover")(discover_command)
+app.command("reconcile")(reconcile_command)
+app.add_typer(ttl_app, name="ttl")
 
 auth_app = typer.Typer(help="Authentication helpers.", no_args_is_help=True)
 app.add_typer(auth_app, name="auth")

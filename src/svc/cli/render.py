@@ -169,3 +169,13 @@ def render_command_list(commands: list[CommandView]) -> None:
 def moment(value: datetime | None) -> str:
     """A time as the agent writes it (``2026-01-02T03:04:05.678901Z``); blank for none."""
     return value.isoformat().replace("+00:00", "Z") if value is not None else ""
+
+
+def print_outcome(command: CommandView) -> int:
+    """The followed command's last line; the exit code: 0 when it succeeded, else 1."""
+    if command.State == "Success":
+        console.print(f"[green]{command.Command} {command.CommandId} succeeded.[/green]", highlight=False)
+        return 0
+    console.print(f"[red]{command.Command} {command.CommandId} ended {command.State}.[/red] "
+                  f"Details: svc command status {command.CommandId}", highlight=False)
+    return 1

@@ -18,7 +18,7 @@ from svc.cli.agent_errors import AgentUnavailable
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
 from svc.cli.output import console
-from svc.cli.render import command_line, updates_table
+from svc.cli.render import command_line, print_outcome, render_command, updates_table
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
 from svc.model.wire import CommandView
 
@@ -128,6 +128,15 @@ def follow(client: AgentClient, command_id: str, *, live: bool | None = None) ->
     except KeyboardInterrupt:
         print(f"Still running on the agent; check it with: svc command status {command_id}", file=sys.stderr)
         raise
+
+
+def follow_to_outcome(client: AgentClient, command_id: str) -> int:
+    """Follows the command to its end (``follow``; off a terminal, its whole table once at the end) and prints
+    how it ended; the exit code: 0 when it succeeded, else 1."""
+    final = follow(client, command_id)
+    if not console.is_terminal:
+        render_command(final)
+    return print_outcome(final)
 
 
 def _follow_live(client: AgentClient, command_id: str) -> CommandView:

@@ -73,11 +73,12 @@ class DiscoveryReport:
     filtered: int = 0
     denied: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    resources: list[dict[str, Any]] = field(default_factory=list)  # new: {Stack, Type, Label, Target, NativeID}
 
     def to_json(self) -> dict[str, Any]:
         return {"CommandId": self.command_id, "Targets": self.targets, "Listed": self.listed,
                 "Discovered": self.discovered, "Filtered": self.filtered, "Denied": self.denied,
-                "Errors": self.errors}
+                "Errors": self.errors, "Resources": self.resources}
 
 
 def discovery_job(store: Datastore, gateway: PluginGateway, catalog: Catalog, config: AgentConfig,
@@ -314,7 +315,10 @@ class _Run:
                 self.report.command_id = command_id
             stored_under = self.report.command_id
             outcomes = await patiently(lambda: self.store.store_resources(batch, command_id=stored_under))
-            self.report.discovered += sum(1 for outcome in outcomes if outcome.changed)
+            found = [write for write, outcome in zip(batch, outcomes, strict=True) if outcome.changed]
+            self.report.discovered += len(found)
+            self.report.resources += [{"Stack": write.stack, "Type": write.type, "Label": write.label,
+                                       "Target": write.target, "NativeID": write.native_id} for write in found]
 
     # -- failures -----------------------------------------------------------------------------------------
 

@@ -138,3 +138,28 @@ def drift_patch(old: Any, new: Any, path: str = "") -> list[Json]:
     if _equal(old, new):
         return []
     return [{"op": "replace", "path": path, "value": new}]
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _at(document: Any, pointer: str) -> Any:
+    """The value at an RFC 6901 pointer that ``drift_patch`` wrote (so it exists in ``document``)."""
+    for token in pointer.split("/")[1:]:
+        document = document[int(token)] if isinstance(document, list) else document[_unescape(token)]
+    return document
+
+
+def drift_changes(old: Any, new: Any) -> list[Json]:
+    """``drift_patch`` with each change's value before it as well: ``{Path, Old?, New?}`` (no ``Old`` for an
+    added value, no ``New`` for a removed one), what ``svc drift`` shows as ``old → new``."""
+    changes: list[Json] = []
+    for op in drift_patch(old, new):
+        change: Json = {"Path": op["path"] or "/"}
+        if op["op"] != "add":
+            change["Old"] = _at(old, op["path"])
+        if op["op"] != "remove":
+            change["New"] = op["value"]
+        changes.append(change)
+    return changes

@@ -123,7 +123,7 @@ class Engine:
     async def run_discovery(self) -> DiscoveryReport:
         return await self._job("discovery").run_now()
 
-    async def run_synchronization(self) -> str | None:
+    async def run_synchronization(self) -> sync.SyncReport:
         return await self._job("synchronization").run_now()
 
     async def run_ttl_check(self) -> Sweep:

@@ -24,7 +24,7 @@ from svc.engine.plugin_manager import PluginManager
 from svc.engine.reaper import TargetReaper
 from svc.engine.reconciler import AutoReconciler
 from svc.engine.sealing import Sealer
-from svc.engine.sync import synchronize
+from svc.engine.sync import sync_report
 from svc.engine.target_health import ReapSettings
 from svc.model.schema import Schema
 from svc.paths import data_dir
@@ -119,7 +119,7 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
                                   default_after=reaper.default_max_unreachable.total_seconds())
     discovery = load_settings(config)  # synchronization evicts unmanaged resources by the discovery filters
     engine.jobs["synchronization"] = PeriodicJob("synchronization",
-                                                 lambda: synchronize(datastore, gateway, catalog, discovery, health),
+                                                 lambda: sync_report(datastore, gateway, catalog, discovery, health),
                                                  enabled=sync.enabled, interval=sync.interval.total_seconds(),
                                                  first_delay=2.0)
     engine.jobs["discovery"] = discovery_job(datastore, gateway, catalog, config, discovery, health)

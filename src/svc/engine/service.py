@@ -175,8 +175,8 @@ class CommandService(Protocol):
     async def run_discovery(self) -> JobReport:
         """Runs discovery now (after the run in progress, if any); ``JobNotRunning`` without the job."""
 
-    async def run_synchronization(self) -> str | None:
-        """Runs synchronization now: the sync command's id, None when nothing changed."""
+    async def run_synchronization(self) -> JobReport:
+        """Runs synchronization now: the sync command's id (None when nothing changed) and what it changed."""
 
     async def run_ttl_check(self) -> JobReport:
         """Runs the stack expirer's sweep now."""

@@ -29,6 +29,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
@@ -44,6 +45,8 @@ from svc.model.records import ResourceVersion, ResourceWrite, TargetRecord, ever
 from svc.model.schema import Schema
 from svc.model.schema_cache import schema_of
 from svc.plugins.sdk import ErrorCode
+
+Json = dict[str, Any]
 
 log = logging.getLogger("svc.engine.sync")
 WORKERS = 64  # reads in flight at most (each also takes one of its plugin's in-flight slots)
@@ -71,6 +74,24 @@ class Tally:
     evicted: int = 0  # unmanaged resources a discovery filter now matches
     skipped: int = 0  # not read: busy stack, no plugin serves it, or the read failed
     failures: dict[tuple[str, str], int] = field(default_factory=dict)  # (type, error) → count
+    changed: list[Json] = field(default_factory=list)  # what the pass stored: {Stack, Type, Label, Operation}
+
+    def record(self, resource: ResourceVersion, operation: str) -> None:
+        self.changed.append({"Stack": resource.stack, "Type": resource.type, "Label": resource.label,
+                             "Operation": operation})
+
+
+@dataclass
+class SyncReport:
+    """What one pass stored (the answer of ``POST /admin/synchronize``): its command's id (None: nothing
+    changed) and each resource whose stored state it changed (``update``, ``delete``, or ``evict`` for an
+    unmanaged one a discovery filter now excludes)."""
+
+    command_id: str | None
+    changed: list[Json]
+
+    def to_json(self) -> Json:
+        return {"CommandId": self.command_id, "Changed": self.changed}
 
 
 class SyncPass:
@@ -162,18 +183,21 @@ class SyncPass:
         if not writes and not deletes and not evictions:
             return
         command_id = self.command.command_id()
-        for write, outcome in zip((w for w, _ in writes), self.command.store_versions([w for w, _ in writes]),
-                                  strict=True):
+        for (write, resource), outcome in zip(writes, self.command.store_versions([w for w, _ in writes]),
+                                              strict=True):
             if outcome is not None and outcome.changed and outcome.version != write.if_version:
                 self.tally.versions += 1
+                self.tally.record(resource, "update")
         for resource in deletes:
             if self.store.delete_resource(resource.ksuid, command_id=command_id,
                                           if_version=resource.version).changed:
                 self.tally.deleted += 1
+                self.tally.record(resource, "delete")
         for resource in evictions:  # conditional too: one adopted by a forma meanwhile is not unmanaged any more
             if self.store.delete_resource(resource.ksuid, command_id=command_id,
                                           if_version=resource.version).changed:
                 self.tally.evicted += 1
+                self.tally.record(resource, "evict")
 
     def finish(self) -> str | None:
         # A pass that made only in-place read-only refreshes leaves no command.
@@ -183,9 +207,17 @@ class SyncPass:
 async def synchronize(store: Datastore, gateway: PluginGateway, catalog: Catalog,
                       discovery: Mapping[str, PluginDiscovery] | None = None,
                       health: ReapSettings | None = None) -> str | None:
-    """Returns the sync command's id, or None when nothing was written. ``discovery``: each plugin's discovery
-    settings by namespace, whose filters evict unmanaged resources (none: nothing is evicted). What the reads
-    said of each target's reach is recorded (``target_health``) with ``health``'s gap."""
+    """One pass (``sync_report``); the sync command's id, or None when nothing was written."""
+    return (await sync_report(store, gateway, catalog, discovery, health)).command_id
+
+
+async def sync_report(store: Datastore, gateway: PluginGateway, catalog: Catalog,
+                      discovery: Mapping[str, PluginDiscovery] | None = None,
+                      health: ReapSettings | None = None) -> SyncReport:
+    """One pass: what it stored, under its command (None when nothing was written). ``discovery``: each
+    plugin's discovery settings by namespace, whose filters evict unmanaged resources (none: nothing is
+    evicted). What the reads said of each target's reach is recorded (``target_health``) with ``health``'s
+    gap."""
     started = time.monotonic()
 
     def load() -> tuple[list[ResourceVersion], dict[str, TargetRecord], set[str]]:
@@ -208,4 +240,4 @@ async def synchronize(store: Datastore, gateway: PluginGateway, catalog: Catalog
     tally = run.tally
     log.info("synchronization: %d resources read in %.1f s; %d new versions, %d deleted, %d evicted, %d skipped",
              tally.read, time.monotonic() - started, tally.versions, tally.deleted, tally.evicted, tally.skipped)
-    return command_id
+    return SyncReport(command_id, tally.changed if command_id is not None else [])

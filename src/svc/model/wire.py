@@ -177,6 +177,15 @@ class PolicyView(Wire):
     AttachedStacks: list[str] | None = None
 
 
+class DriftChange(Wire):
+    """One property changed by drift: its JSON pointer, and its value before (absent when it was added) and now
+    (absent when it was removed), as the provider has them (secrets as their hash envelopes)."""
+
+    Path: str
+    Old: Any = None
+    New: Any = None
+
+
 class DriftedResource(Wire):
     """A resource changed since its stack's last reconcile (drift). ``GET /stacks/{stack}/drift`` adds, for an
     update, its properties now and as the reconcile left them, and the RFC 6902 patch between them; a refused
@@ -189,6 +198,7 @@ class DriftedResource(Wire):
     Properties: dict[str, Any] | None = None
     OldProperties: dict[str, Any] | None = None
     PatchDocument: list[dict[str, Any]] | None = None
+    Changes: list[DriftChange] | None = None
 
 
 class StackDriftView(Wire):
@@ -201,6 +211,59 @@ class ReconcileRejectedData(Wire):
     """The ``data`` of a ``ReconcileRejected`` refusal: the drifted resources by stack."""
 
     ModifiedStacks: dict[str, StackDriftView]
+
+
+class ChangedResource(Wire):
+    """A resource whose stored state a synchronization pass changed (``update``, ``delete``, or ``evict`` for a
+    discovered one a discovery filter now excludes)."""
+
+    Stack: str
+    Type: str
+    Label: str
+    Operation: str
+
+
+class SyncReportView(Wire):
+    """``POST /admin/synchronize``: the pass's command (None: nothing changed) and what it changed."""
+
+    CommandId: str | None = None
+    Changed: list[ChangedResource] = Field(default_factory=list)
+
+
+class DiscoveredResource(Wire):
+    Stack: str
+    Type: str
+    Label: str
+    Target: str
+    NativeID: str | None = None
+
+
+class DiscoveryReportView(Wire):
+    """``POST /admin/discover``: what the run did, and the resources it stored that are new."""
+
+    CommandId: str | None = None
+    Targets: int = 0
+    Listed: int = 0
+    Discovered: int = 0
+    Filtered: int = 0
+    Denied: list[str] = Field(default_factory=list)
+    Errors: list[str] = Field(default_factory=list)
+    Resources: list[DiscoveredResource] = Field(default_factory=list)
+
+
+class TtlSweepView(Wire):
+    """``POST /admin/check-ttl`` (snake_case, as the reference answers it): the stacks the sweep expired and the
+    destroy commands it started."""
+
+    expired_stacks: list[str] = Field(default_factory=list)
+    command_ids: list[str] = Field(default_factory=list)
+
+
+class ReconcileStackResponse(Wire):
+    """``POST /stacks/{stack}/reconcile``: 202 with the command's id, or 200 with a message when nothing drifted."""
+
+    command_id: str | None = None
+    message: str | None = None
 
 
 class TargetView(Wire):

@@ -35,9 +35,12 @@ async def discover(request: Request) -> dict[str, Any]:
 
 
 @router.post("/admin/synchronize", summary="Run synchronization now: read every resource and store what changed "
-                                           "outside svc. 200 with the sync command's id (null: nothing changed).")
+                                           "outside svc. 200 with the sync command's id (null: nothing changed) "
+                                           "and Changed: each resource whose stored state the run changed "
+                                           "{Stack, Type, Label, Operation: update|delete|evict}.")
 async def synchronize(request: Request) -> dict[str, Any]:
-    return {"CommandId": await _run(deps.service(request).run_synchronization())}
+    report = await _run(deps.service(request).run_synchronization())
+    return report.to_json()
 
 
 @router.post("/admin/reap", summary="Run a target-reaper tick now: reap the targets unreachable for longer than their "

@@ -11,7 +11,7 @@ from svc.api.problems import HttpProblem, nothing_found
 from svc.api.resource_views import ReferenceNames, resource_json
 from svc.api.responses import JSONResponse
 from svc.datastore import Datastore
-from svc.engine.drift import Drifted, drift, drift_patch, observed
+from svc.engine.drift import Drifted, drift, drift_changes, drift_patch, observed
 from svc.engine.service import JobNotRunning
 from svc.model import wire
 
@@ -21,7 +21,8 @@ _DRIFT_SUMMARY = ("Resources of the stack changed since its last reconcile by an
                   "outside svc and stored by synchronization, a patch, an adoption). For updates: Properties "
                   "now, OldProperties as the reconcile left them, and PatchDocument (RFC 6902) from the old to "
                   "the new values as the provider has them (references and templates as their values, secrets "
-                  "as hashes). 404 for an unknown stack.")
+                  "as hashes), and Changes: the same as {Path, Old, New} (Old absent when added, New when "
+                  "removed). 404 for an unknown stack.")
 
 
 def _entry(item: Drifted, names: ReferenceNames) -> wire.DriftedResource:
@@ -32,8 +33,10 @@ def _entry(item: Drifted, names: ReferenceNames) -> wire.DriftedResource:
         entry.Properties = resource_json(current, names)["Properties"]
         if item.baseline is not None:
             entry.OldProperties = resource_json(item.baseline, names)["Properties"]
-        entry.PatchDocument = drift_patch(observed(dict(item.baseline.properties)) if item.baseline else {},
-                                          observed(dict(current.properties)))
+        before = observed(dict(item.baseline.properties)) if item.baseline else {}
+        after = observed(dict(current.properties))
+        entry.PatchDocument = drift_patch(before, after)
+        entry.Changes = [wire.DriftChange(**change) for change in drift_changes(before, after)]
     return entry
 
 
