@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from support.cloudcontrol.examples import example_for
+from support.cloudcontrol.models import with_read_only_values
 from support.cloudcontrol.patterns import matching_string
 from support.cloudcontrol.registry import registry
 from support.cloudcontrol.validation import model_errors
@@ -83,3 +84,26 @@ def test_a_pattern_gets_its_shortest_readable_match(pattern: str, expected: str)
 def test_a_pattern_match_meets_a_minimum_length_and_java_patterns_are_left_to_the_caller():
     assert matching_string(r"^[a-z]+$", min_length=5) == "aaaaa"
     assert matching_string(r"^[\p{L}]+$") is None
+
+
+def test_made_up_arns_and_ids_are_what_other_types_patterns_accept():
+    """A role's ARN names no region and a key's id is a UUID, as AWS's do: a Lambda function's Role and an EFS
+    file system's KmsKeyId refer to them, and their patterns say so."""
+    role = with_read_only_values(registry().schema("AWS::IAM::Role"), {"RoleName": "runner",
+                                                                       "AssumeRolePolicyDocument": {}}, set())
+    key = with_read_only_values(registry().schema("AWS::KMS::Key"), {}, set())
+    assert role["Arn"] == "arn:aws:iam::123456789012:role/runner"
+    assert key["Arn"].endswith(f":key/{key['KeyId']}")
+    function_role = registry().schema("AWS::Lambda::Function").properties["Role"]
+    assert not model_errors(registry().schema("AWS::Lambda::Function"),
+                            {"Role": role["Arn"], "Code": {"ZipFile": "x"}}), function_role
+    assert not model_errors(registry().schema("AWS::EFS::FileSystem"), {"KmsKeyId": key["Arn"]})
+    group = with_read_only_values(registry().schema("AWS::EC2::SecurityGroup"), {"GroupDescription": "web"}, set())
+    subnet = with_read_only_values(registry().schema("AWS::EC2::Subnet"), {"VpcId": "vpc-0123456789abcdef"}, set())
+    files = with_read_only_values(registry().schema("AWS::EFS::FileSystem"), {}, set())
+    assert not model_errors(registry().schema("AWS::EFS::MountTarget"), {
+        "FileSystemId": files["FileSystemId"], "SubnetId": subnet["SubnetId"], "SecurityGroups": [group["GroupId"]]})
+    function = with_read_only_values(registry().schema("AWS::Lambda::Function"),
+                                     {"FunctionName": "nightly", "Role": role["Arn"], "Code": {"ZipFile": "x"}}, set())
+    assert not model_errors(registry().schema("AWS::Lambda::Permission"), {
+        "FunctionName": function["Arn"], "Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com"})

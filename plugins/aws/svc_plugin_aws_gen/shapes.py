@@ -247,7 +247,8 @@ class ModuleShapes:
             if values:
                 inner = self._union([self.shape(v, wanted + "Value", _through_collection(overrides), visiting)
                                      for v in values])
-                return Shape(f"Mapping<String, {inner.expr}>", sub_class=inner.sub_class)
+                value = f"{inner.expr} | svc.Resolvable" if inner.string else inner.expr  # as for list elements
+                return Shape(f"Mapping<String, {value}>", sub_class=inner.sub_class)
             return Shape("aws.JsonDocument", json=True)
         return Shape("Any")
 
@@ -290,7 +291,8 @@ class ModuleShapes:
             items = {"anyOf": items}
         item = (self.shape(items, self._item_name(wanted), _through_collection(overrides), visiting)
                 if isinstance(items, dict) and self._has_shape(items) else Shape("Any"))
-        expr = f"Listing<{item.expr}>"
+        # A reference to another resource's property may stand for any string element (a subnet id in a list).
+        expr = f"Listing<{item.expr} | svc.Resolvable>" if item.string else f"Listing<{item.expr}>"
         if node.get("insertionOrder", True) is not False:
             return Shape(expr, update_method="Array", sub_class=item.sub_class)
         key = self._entity_key(items) if isinstance(items, dict) else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+import uuid
 from typing import Any
 
 from .registry import Json, TypeSchema
@@ -13,6 +14,20 @@ from .values import Unsatisfiable, ValueMaker
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
+# Services whose ARNs name no region (arn:aws:iam::123456789012:role/…): other schemas' patterns require it.
+_GLOBAL_SERVICES = frozenset({"iam", "route53", "cloudfront", "organizations"})
+# Types whose service makes up a UUID as the identifier, which other types' patterns expect (an EFS file
+# system's KmsKeyId is a key's UUID, or an ARN ending in one).
+_UUID_IDENTIFIERS = frozenset({"AWS::KMS::Key"})
+# How the resource part of a type's ARN reads, where it is not ``<resource>/<name>``: other types' patterns check
+# it (a Lambda permission's FunctionName is a name or an ARN with ``function:<name>``).
+_ARN_RESOURCES = {"AWS::Lambda::Function": "function:{}", "AWS::SNS::Topic": "{}", "AWS::SQS::Queue": "{}",
+                  "AWS::StepFunctions::StateMachine": "stateMachine:{}", "AWS::SecretsManager::Secret": "secret:{}"}
+# The prefixes of the ids EC2 and EFS make up (sg-0a1b…), where they are not the type's first four letters.
+_ID_PREFIXES = {"AWS::EC2::SecurityGroup": "sg", "AWS::EC2::Subnet": "subnet", "AWS::EC2::InternetGateway": "igw", "AWS::EC2::RouteTable": "rtb",
+                "AWS::EC2::LaunchTemplate": "lt", "AWS::EC2::NatGateway": "nat", "AWS::EC2::NetworkAcl": "acl",
+                "AWS::EC2::Instance": "i", "AWS::EC2::Volume": "vol", "AWS::EC2::NetworkInterface": "eni",
+                "AWS::EFS::FileSystem": "fs", "AWS::EFS::MountTarget": "fsmt", "AWS::EFS::AccessPoint": "fsap"}
 
 
 def identifier_of(schema: TypeSchema, model: Json) -> str | None:
@@ -158,16 +173,22 @@ def _plausible_value(schema: TypeSchema, maker: ValueMaker, subschema: Json, nam
     # The resource's own name makes the ARN readable, but only on the first attempt: a clash needs another.
     named = next((v for k, v in model.items() if k.endswith(("Name", "Identifier")) and isinstance(v, str)), None) \
         if attempt == 0 else None
+    # Else the ARN ends in the identifier made up before it (a key's ARN in its UUID), as AWS's do.
+    identifier = identifier_of(schema, model)
     candidates: list[Any] = []
+    if name in schema.primary_identifier and schema.type_name in _UUID_IDENTIFIERS:
+        candidates.append(str(uuid.uuid4()))
     if name.lower().endswith("arn"):
-        candidates.append(f"arn:aws:{service}:{REGION}:{ACCOUNT}:{resource}/{named or unique}")
+        region = "" if service in _GLOBAL_SERVICES else REGION
+        part = _ARN_RESOURCES.get(schema.type_name, resource + "/{}").format(named or identifier or unique)
+        candidates.append(f"arn:aws:{service}:{region}:{ACCOUNT}:{part}")
     if name.endswith(("Address", "Endpoint", "Host", "DnsName", "DNSName")):
         candidates.append(f"{resource}-{unique}.{service}.{REGION}.amazonaws.com")
     if name.endswith("Port"):
         candidates += [443, "443"]
     if name.endswith(("Url", "URL", "Uri")):
         candidates.append(f"https://{resource}-{unique}.{service}.{REGION}.amazonaws.com")
-    candidates += [f"{resource[:4]}-{unique}", unique, str(int(unique, 16) % 10**12).zfill(12), named]
+    candidates += [f"{_ID_PREFIXES.get(schema.type_name, resource[:4])}-{unique}", unique, str(int(unique, 16) % 10**12).zfill(12), named]
     for candidate in candidates:
         if candidate is not None and maker.is_valid(subschema, candidate):
             return candidate
