@@ -178,3 +178,16 @@ def test_the_agent_s_full_control_shape_is_applied_and_destroyed(estate: Estate)
     destroyed = estate.svc("destroy", "full-control.pkl", "--image", "registry.example/svc")
     assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
     assert estate.models() == {}
+
+
+def test_a_security_group_description_ec2_would_refuse_is_refused_before_anything_is_sent(
+        home: Path, tmp_path: Path) -> None:
+    forma = tmp_path / "group.pkl"
+    forma.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'
+                     'import "@aws/ec2/securitygroup.pkl"\nforma {\n  new svc.Stack { label = "s" }\n'
+                     '  new svc.Target { label = "aws"; config = new aws.Config { region = "us-east-1" } }\n'
+                     '  new securitygroup.SecurityGroup { label = "web"; groupDescription = "the shop\'s web" }\n}\n')
+    result = run_svc("eval", str(forma))
+    assert result.returncode != 0 and "groupDescription" in result.stderr, result.stdout + result.stderr
+    forma.write_text(forma.read_text().replace("shop's", "shop"))
+    assert run_svc("eval", str(forma)).returncode == 0

@@ -32,3 +32,12 @@ def test_the_hand_written_modules_are_left_as_they_are(generated: Generated) -> 
         assert module.is_file() and module not in generated.files, type_name
     assert "| `AWS::S3::Bucket` | `@aws/s3/bucket.pkl` | native (boto3) | yes |" in generated.files[TYPES_PAGE]
     assert "| `AWS::EC2::Instance` | `@aws/ec2/instance.pkl` | Cloud Control | yes |" in generated.files[TYPES_PAGE]
+
+
+def test_a_reference_may_stand_for_a_string_in_a_list_or_a_map(generated: Generated) -> None:
+    """A service's subnets are other resources' ids (``subnetA.res.subnetId``), as a log option may be a group's
+    name: string elements and map values take a resolvable, as string properties do."""
+    service = generated.files[SCHEMA_DIR / "ecs" / "service.pkl"]
+    assert "  subnets: (Listing<String | svc.Resolvable>)?\n" in service
+    task = generated.files[SCHEMA_DIR / "ecs" / "taskdefinition.pkl"]
+    assert "  options: (Mapping<String, String | svc.Resolvable>)?\n" in task
