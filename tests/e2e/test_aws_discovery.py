@@ -19,14 +19,12 @@ from typing import Any
 import boto3
 import httpx
 import pytest
-from svc_plugin_aws_gen.handwritten import HAND_WRITTEN
 
-from support.aws import AWS_TEST_REGION, aws_agent, isolated_aws_home, target_pkl
+from support.aws import AWS_TEST_REGION, NATIVE_DISCOVERY, aws_agent, isolated_aws_home, target_pkl
 from support.moto import moto_server
 from support.processes import Agent, run_svc
 
 SETUP_CALLS = 3  # create_user, create_access_key, put_user_policy: unauthenticated, then IAM is enforced
-NATIVE_TYPES = "resourceTypesToDiscover { " + "; ".join(f'"{t}"' for t in sorted(HAND_WRITTEN)) + " }"
 AGENT_TAG = {"Key": "svc:agent", "Value": "true"}
 SYSTEM_TAG = {"Key": "AmazonECSManaged", "Value": "true"}
 
@@ -63,7 +61,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         keys = _restricted_user(url)
         credentials = {"AWS_ACCESS_KEY_ID": keys["aws_access_key_id"],
                        "AWS_SECRET_ACCESS_KEY": keys["aws_secret_access_key"]}
-        with isolated_aws_home(directory, credentials), aws_agent(directory, plugin=NATIVE_TYPES) as agent:
+        with isolated_aws_home(directory, credentials), aws_agent(directory, plugin=NATIVE_DISCOVERY) as agent:
             world = World(url, directory, agent, keys)
             forma = directory / "target.pkl"  # discovery lists the targets the agent knows
             forma.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'

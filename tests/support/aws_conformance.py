@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from support.aws import boto_client, target_config, target_pkl
+from support.aws import NATIVE_DISCOVERY, boto_client, target_config, target_pkl
 from svc.plugins.conformance import Case
 
 Json = dict[str, Any]
@@ -23,7 +23,8 @@ def aws_case(url: str, case_id: str, resource_type: str, imports: list[str], res
     lines = ['import "@aws/aws.pkl"', *(f'import "@aws/{module}.pkl"' for module in imports)]
     return Case(id=case_id, namespace="AWS", resource_type=resource_type, imports="\n".join(lines) + "\n",
                 target=target_pkl(url), target_config=target_config(url), resources=resources, expected=expected,
-                change_out_of_band=change, delete_out_of_band=delete, stack=case_id, setup=setup)
+                change_out_of_band=change, delete_out_of_band=delete, stack=case_id, setup=setup,
+                plugin_config=NATIVE_DISCOVERY)
 
 
 def tags(**pairs: str) -> list[dict[str, str]]:
