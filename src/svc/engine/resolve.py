@@ -60,11 +60,12 @@ class Resolver:
         producer = await self._load(ksuid)
         if producer is None:
             raise ResolveError(f"could not resolve reference {uri!r}: the referenced resource does not exist")
-        if _secret_at(producer.properties, path):
+        stored = _stored_at(producer.properties, path)
+        if values.contains_hash(stored) or values.is_opaque(stored):  # a secret, or an object holding one
             self._secrets.add(uri)
-            if (digest := _stored_hash(producer.properties, path)) is not None:
+            if (digest := _stored_hash(stored)) is not None:
                 self._hashes[uri] = digest
-            if places := _secret_places(producer.properties, path):
+            if places := [place for place in values.secret_places(stored) if place]:
                 self._places[uri] = places
         for document in (producer.read_only_properties, producer.properties):
             try:
@@ -96,13 +97,12 @@ class Resolver:
                                                                self._places.get(ref["$ref"])))
 
 
-def _secret_at(properties: Mapping[str, Any], path: str) -> bool:
-    """Whether a producer holds a secret at ``path`` (it stores secrets only hashed, or as Opaque values)."""
+def _stored_at(properties: Mapping[str, Any], path: str) -> Any:
+    """What a producer stores at ``path`` (secrets only hashed, or as Opaque values); None when nothing."""
     try:
-        found = values.get_path(dict(properties), path)
+        return values.get_path(dict(properties), path)
     except KeyError:
-        return False
-    return values.contains_hash(found) or values.is_opaque(found)
+        return None
 
 
 def _filled(ref: Json, cache: dict[str, Any], secret: bool, source: str | None = None,
@@ -128,25 +128,13 @@ def _filled(ref: Json, cache: dict[str, Any], secret: bool, source: str | None =
     return filled | {"$visibility": "Opaque"} if secret else filled
 
 
-def _stored_hash(properties: Mapping[str, Any], path: str) -> str | None:
-    """The hash a producer stores of the secret at ``path`` (of an object holding secrets: see
+def _stored_hash(found: Any) -> str | None:
+    """The hash a producer stores of the secret it stores as ``found`` (of an object holding secrets: see
     ``values.stored_digest``); None when it stores none there."""
-    try:
-        found = values.get_path(dict(properties), path)
-    except KeyError:
-        return None
     if isinstance(found, dict) and found.get("$hashed"):
         return found.get("$value")
     return values.stored_digest(found) if values.contains_hash(found) else None
 
-
-def _secret_places(properties: Mapping[str, Any], path: str) -> list[list[Any]]:
-    """Where the object a producer stores at ``path`` holds secrets (none when it is one itself)."""
-    try:
-        found = values.get_path(dict(properties), path)
-    except KeyError:
-        return []
-    return [place for place in values.secret_places(found) if place]
 
 
 def _json_path(value: Any, path: str, uri: str) -> Any:
