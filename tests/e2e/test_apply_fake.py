@@ -98,7 +98,7 @@ def test_reconcile_is_refused_after_an_out_of_band_change_then_forced(world: Wor
     out = refused.stdout
     # The changed resource with what changed, then both ways out: keep it (extract), or revert it (--force).
     assert "Stack app:" in out and "update  a (FAKE::Test::Item)" in out, out
-    assert 'replace /Value: "patched-a"' in out, out
+    assert '/Value: "v-a" → "patched-a"' in out, out  # what the reconcile would undo: reconciled → now
     assert "keep the change:   svc extract --query 'stack:app' <file.pkl>" in out, out
     assert f"revert the change: svc apply --mode reconcile --force {path}" in out, out
     assert refused.stderr == ("Error: reconcile refused: app changed outside this forma since the last reconcile "
