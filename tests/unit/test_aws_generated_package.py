@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from svc_plugin_aws_gen.handwritten import HAND_WRITTEN
-from svc_plugin_aws_gen.outputs import DISCOVERABLE_MODULE, SCHEMA_DIR, TYPES_PAGE, Generated, generate
+from svc_plugin_aws_gen.outputs import CONFIG_MODULE, SCHEMA_DIR, TYPES_PAGE, Generated, generate
 from svc_plugin_aws_gen.registry import load_registry
 
 
@@ -14,8 +14,8 @@ def generated() -> Generated:
 
 
 def test_the_committed_files_are_what_the_generator_makes_from_the_pinned_registry(generated: Generated) -> None:
-    assert len(generated.files) == 1737 - len(HAND_WRITTEN) + 2  # the modules, the discoverable list, the page
-    assert {DISCOVERABLE_MODULE, TYPES_PAGE, SCHEMA_DIR / "ec2" / "instance.pkl"} <= generated.files.keys()
+    assert len(generated.files) == 1737 - len(HAND_WRITTEN) + 2  # the modules, the config module's type lists, the page
+    assert {CONFIG_MODULE, TYPES_PAGE, SCHEMA_DIR / "ec2" / "instance.pkl"} <= generated.files.keys()
     differences = generated.differences()
     assert not differences, f"out of date (run .venv/bin/python -m svc_plugin_aws_gen generate): {differences[:5]}"
 
