@@ -25,8 +25,8 @@ from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
-from svc.cli.render import print_outcome, render_plan
-from svc.cli.watch import follow, follow_to_outcome, wait_quietly
+from svc.cli.render import render_plan
+from svc.cli.watch import follow_to_outcome, wait_quietly
 from svc.config import load_cli_config
 from svc.model.wire import SubmitCommandResponse
 from svc.pkl import stop_shared_server
@@ -168,7 +168,7 @@ def _human(client: AgentClient, submission: Submission) -> int:
     command_id = response.CommandId
     console.print(f"Command {command_id} started on the agent.", highlight=False)
     if not (submission.wait or console.is_terminal):
-        console.print(f"Follow it with: svc command status {command_id}", highlight=False)
+        console.print(f"Follow it with: svc command status {command_id} --follow", highlight=False)
         return 0
     return follow_to_outcome(client, command_id)
 
@@ -195,7 +195,7 @@ def _record_baseline(client: AgentClient, submission: Submission, preview: Submi
     if response.Simulation.ChangesRequired:  # the stack changed between the two plans
         console.print(f"The stack changed meanwhile: command {response.CommandId} applies the forma.",
                       highlight=False)
-        return print_outcome(follow(client, response.CommandId))
+        return follow_to_outcome(client, response.CommandId)
     console.print(f"Recorded as the new baseline (command {response.CommandId}).", highlight=False)
     return 0
 

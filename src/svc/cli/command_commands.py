@@ -10,13 +10,15 @@ from typing import Annotated
 import typer
 
 from svc.cli import agent_api
-from svc.cli.client import connect
+from svc.cli.client import AgentClient, connect
 from svc.cli.common import ConfigOption
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.render import render_command, render_command_list
+from svc.cli.watch import follow_to_outcome, wait_quietly
 from svc.config import load_cli_config
-from svc.model.wire import CancelCommandResponse, CanceledUpdateState, ListCommandStatusResponse
+from svc.model.states import TERMINAL_COMMAND_STATES
+from svc.model.wire import CancelCommandResponse, CanceledUpdateState, CommandView, ListCommandStatusResponse
 
 command_app = typer.Typer(help="Follow the commands the agent runs.", no_args_is_help=True)
 
@@ -42,6 +44,36 @@ def _show_one(config: Path | None, command_id: str | None, consumer: Consumer, s
         console.print("This client has run no commands yet.")
     else:
         render_command(commands[0])
+        if commands[0].State not in TERMINAL_COMMAND_STATES:
+            console.print(f"Still running; follow it with: svc command status {commands[0].CommandId} --follow",
+                          highlight=False)
+
+
+def _follow_one(config: Path | None, command_id: str | None, consumer: Consumer, schema: Schema) -> int:
+    """Re-attaches to a command (after Ctrl-C, or from another shell) and follows it to its end as ``apply --wait``
+    does: the live view on a terminal, a line per finished update otherwise, the finished command in machine
+    mode; the exit code: 0 when it succeeded, else 1."""
+    client, _ = connect(load_cli_config(config).cli)
+    with client:
+        command = _followed(client, command_id)
+        if consumer is Consumer.human:
+            return follow_to_outcome(client, command.CommandId)
+        final = wait_quietly(client, command.CommandId)
+    emit(ListCommandStatusResponse(Commands=[final]), consumer, schema, print)
+    return 0 if final.State == "Success" else 1
+
+
+def _followed(client: AgentClient, command_id: str | None) -> CommandView:
+    if command_id is None:
+        latest = agent_api.commands(client, scope="client", max_results=1)
+        if not latest:
+            raise CliError("this client has run no commands yet; give the id of the command to follow "
+                           "(svc command list shows them)")
+        return latest[0]
+    found = agent_api.command(client, command_id)
+    if found is None:
+        raise CliError(f"command not found: {command_id}; list the recent ones with: svc command list")
+    return found
 
 
 def _list(config: Path | None, query: str, max_results: int, consumer: Consumer, schema: Schema) -> None:
@@ -63,11 +95,16 @@ def _list(config: Path | None, query: str, max_results: int, consumer: Consumer,
 def command_status(
     command_id: Annotated[str | None, typer.Argument(help="The command id (default: this client's latest).",
                                                      metavar="[ID]")] = None,
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f", help="Follow the command until it ends (live on a terminal, a line per finished resource "
+                               "otherwise); exit 0 on Success, 1 otherwise.")] = False,
     config: ConfigOption = None,
     output_consumer: ConsumerOption = Consumer.human,
     output_schema: SchemaOption = Schema.json,
 ) -> None:
-    """Show one command and the state of each of its resource updates."""
+    """Show one command and the state of each of its resource updates, or follow it to its end."""
+    if follow:
+        raise typer.Exit(_follow_one(config, command_id, output_consumer, output_schema))
     _show_one(config, command_id, output_consumer, output_schema)
 
 
@@ -143,7 +180,7 @@ def _render_cancel(outcome: CancelCommandResponse) -> None:
         running = [_update_name(state) for state in mine if state.State == "InProgress"]
         if running:
             console.print(f"Still running (they finish first): {', '.join(running)}; follow with: "
-                          f"svc command status {command_id}", highlight=False, soft_wrap=True)
+                          f"svc command status {command_id} --follow", highlight=False, soft_wrap=True)
     abandoned = [_update_name(state) for state in states if state.ForceCanceled]
     if abandoned:
         console.print("Abandoned while running (they may exist in your cloud; check them with svc inventory):",

@@ -98,6 +98,6 @@ def _follow(client: AgentClient, stack: str, command_id: str | None, no_wait: bo
         return 0
     console.print(f"Command {command_id} started on the agent: reconciling stack {stack}.", highlight=False)
     if no_wait:
-        console.print(f"Follow it with: svc command status {command_id}", highlight=False)
+        console.print(f"Follow it with: svc command status {command_id} --follow", highlight=False)
         return 0
     return follow_to_outcome(client, command_id)

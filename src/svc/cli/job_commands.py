@@ -122,8 +122,8 @@ def _show_sweep(sweep: TtlSweepView, finished: list[CommandView], no_wait: bool)
     console.print(f"Expired: {', '.join(sweep.expired_stacks)}.", highlight=False)
     if no_wait:
         for command_id in sweep.command_ids:
-            console.print(f"Destroying: command {command_id} (follow it with: svc command status {command_id})",
-                          highlight=False)
+            console.print(f"Destroying: command {command_id} (follow it with: "
+                          f"svc command status {command_id} --follow)", highlight=False)
         return
     for command in finished:
         command_id, state = command.CommandId, command.State

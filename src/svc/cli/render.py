@@ -40,7 +40,7 @@ def patch_lines(patch: list[dict[str, Any]] | None) -> list[str]:
     return lines
 
 
-def _operation(operation: str) -> Text:
+def operation_text(operation: str) -> Text:
     symbol, style = _OPERATION_STYLE.get(operation, ("·", "white"))
     return Text(f"{symbol} {operation}", style=style)
 
@@ -52,7 +52,7 @@ def _policy_details(update: PolicyUpdateView) -> str:
     return ", ".join(f"{key} {value}" for key, value in config.items())
 
 
-def _state(state: str) -> Text:
+def state_text(state: str) -> Text:
     return Text(state, style=_STATE_STYLE.get(state, "white"))
 
 
@@ -98,11 +98,11 @@ def render_plan(simulation: SimulationView, title: str) -> None:
 
 def _plan_rows(table: Table, command: CommandView) -> None:
     for target in command.TargetUpdates or []:
-        table.add_row(_operation(target.Operation), "target", "", target.TargetLabel, "", "")
+        table.add_row(operation_text(target.Operation), "target", "", target.TargetLabel, "", "")
     for stack in command.StackUpdates or []:
-        table.add_row(_operation(stack.Operation), "stack", "", stack.StackLabel, "", "")
+        table.add_row(operation_text(stack.Operation), "stack", "", stack.StackLabel, "", "")
     for policy in command.PolicyUpdates or []:
-        table.add_row(_operation(policy.Operation), "policy", policy.PolicyType, policy.PolicyLabel,
+        table.add_row(operation_text(policy.Operation), "policy", policy.PolicyType, policy.PolicyLabel,
                       policy.StackLabel or "", _policy_details(policy))
     for operation, update in planned_changes(command):
         details = patch_lines(update.PatchDocument)
@@ -113,7 +113,7 @@ def _plan_rows(table: Table, command: CommandView) -> None:
             details.insert(0, f"renamed from {update.OldLabel}")
         if update.IsCascade:
             details.insert(0, f"cascade: depends on {update.CascadeSource}")
-        table.add_row(_operation(operation), "resource", update.ResourceType, update.ResourceLabel or "",
+        table.add_row(operation_text(operation), "resource", update.ResourceType, update.ResourceLabel or "",
                       update.StackName or "", "\n".join(details))
 
 
@@ -121,7 +121,7 @@ def update_counts(command: CommandView) -> Counter[str]:
     return Counter(update.State for update in command.ResourceUpdates or [])
 
 
-def _command_name(command: CommandView) -> str:
+def command_name(command: CommandView) -> str:
     """``apply (reconcile)``, or the command alone."""
     return f"{command.Command} ({command.Mode})" if command.Mode and command.Command == "apply" else command.Command
 
@@ -132,7 +132,7 @@ def command_line(command: CommandView) -> str:
     counts = update_counts(command)
     done = sum(count for state, count in counts.items() if state in TERMINAL_UPDATE_STATES)
     breakdown = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
-    return (f"{_command_name(command)} {command.CommandId} {command.State}: {done} of "
+    return (f"{command_name(command)} {command.CommandId} {command.State}: {done} of "
             f"{len(updates)} resource updates finished" + (f" ({breakdown})" if breakdown else ""))
 
 
@@ -144,8 +144,8 @@ def updates_table(command: CommandView) -> Table:
         attempt = f"{update.CurrentAttempt}/{update.MaxAttempts or '?'}" if update.CurrentAttempt else ""
         duration = f"{update.Duration / 1000:.1f}s" if update.Duration is not None else ""
         message = update.ErrorMessage or update.StateMessage or ""
-        table.add_row(_operation(update.Operation), update.ResourceType, update.ResourceLabel or "",
-                      update.StackName or "", _state(update.State), attempt, duration, message)
+        table.add_row(operation_text(update.Operation), update.ResourceType, update.ResourceLabel or "",
+                      update.StackName or "", state_text(update.State), attempt, duration, message)
     return table
 
 
@@ -161,7 +161,7 @@ def render_command_list(commands: list[CommandView]) -> None:
         table.add_column(column, overflow="fold")
     for command in commands:
         counts = update_counts(command)
-        table.add_row(_command_name(command), command.CommandId, _state(command.State), moment(command.StartTs),
+        table.add_row(command_name(command), command.CommandId, state_text(command.State), moment(command.StartTs),
                       ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
     console.print(table)
 

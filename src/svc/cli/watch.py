@@ -1,5 +1,5 @@
-"""Following a command until it is terminal: a live Rich view on a terminal, one line per finished
-resource update otherwise (logs and CI read those)."""
+"""Following a command until it is terminal: a live Rich view on a terminal (``progress.LiveView``), one line per
+finished resource update otherwise (logs and CI read those); then how it ended (``progress.print_end``)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from rich.console import Group
 from rich.live import Live
-from rich.progress_bar import ProgressBar
-from rich.text import Text
 
 from svc.cli import agent_api
 from svc.cli.agent_errors import AgentUnavailable
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
 from svc.cli.output import console
-from svc.cli.render import command_line, print_outcome, render_command, updates_table
+from svc.cli.progress import LiveView, print_end, print_finished
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
 from svc.model.wire import CommandView
 
@@ -112,13 +109,6 @@ def wait_quietly(client: AgentClient, command_id: str) -> CommandView:
     return _fetch(client, command_id)
 
 
-def _view(command: CommandView) -> Group:
-    updates = command.ResourceUpdates or []
-    done = sum(1 for update in updates if update.State in TERMINAL_UPDATE_STATES)
-    return Group(Text(command_line(command)), ProgressBar(total=max(len(updates), 1), completed=done, width=60),
-                 updates_table(command))
-
-
 def follow(client: AgentClient, command_id: str, *, live: bool | None = None) -> CommandView:
     """Polls the command until it is terminal and returns its last state. Ctrl-C stops following, not
     the command."""
@@ -126,26 +116,28 @@ def follow(client: AgentClient, command_id: str, *, live: bool | None = None) ->
     try:
         return _follow_live(client, command_id) if live else _follow_lines(client, command_id)
     except KeyboardInterrupt:
-        print(f"Still running on the agent; check it with: svc command status {command_id}", file=sys.stderr)
+        print(f"Still running on the agent; follow it again with: svc command status {command_id} --follow",
+              file=sys.stderr)
         raise
 
 
 def follow_to_outcome(client: AgentClient, command_id: str) -> int:
-    """Follows the command to its end (``follow``; off a terminal, its whole table once at the end) and prints
-    how it ended; the exit code: 0 when it succeeded, else 1."""
-    final = follow(client, command_id)
-    if not console.is_terminal:
-        render_command(final)
-    return print_outcome(final)
+    """Follows the command to its end (``follow``) and prints how it ended: its summary, then on a terminal the
+    failures (the live view is gone; off one, their lines were printed as they happened), and its duration. The
+    exit code: 0 when it succeeded, else 1."""
+    live = console.is_terminal
+    return print_end(follow(client, command_id, live=live), with_failures=live)
 
 
 def _follow_live(client: AgentClient, command_id: str) -> CommandView:
     poll = _Poll()
     command = poll(lambda wait: _fetch(client, command_id, wait))
-    with Live(_view(command), console=console, refresh_per_second=8) as view:
+    # Transient: once the command has ended the view gives way to its summary; the whole table is one
+    # ``svc command status`` away, not printed again.
+    with Live(LiveView(command), console=console, refresh_per_second=4, transient=True) as view:
         while command.State not in TERMINAL_COMMAND_STATES:
             command = poll(lambda wait: _fetch(client, command_id, wait))
-            view.update(_view(command))
+            view.update(LiveView(command))
     return command
 
 
@@ -167,7 +159,4 @@ def _report(command: CommandView, reported: set[tuple[str, str]]) -> None:
         key = (update.ResourceId, update.Operation)
         if update.State in TERMINAL_UPDATE_STATES and key not in reported:
             reported.add(key)
-            message = update.ErrorMessage
-            console.print(f"{update.State}: {update.Operation} {update.ResourceType} "
-                          f"{update.ResourceLabel} (stack {update.StackName})"
-                          + (f": {message}" if message else ""), highlight=False, soft_wrap=True)
+            print_finished(update)
