@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -16,16 +16,13 @@ from rich.table import Table
 from rich.text import Text
 
 from svc.cli.output import console
-from svc.cli.render import command_line, command_name, operation_text, print_outcome, state_text
+from svc.cli.render import command_line, command_name, operation_text, ordered_states, print_outcome, state_text
 from svc.model.states import TERMINAL_UPDATE_STATES, UpdateState
 from svc.model.wire import CommandView, ResourceUpdateView
 
 _DIGITS = re.compile(r"([0-9]+)")
 Clock = Callable[[], float]
 FAILED_STATES = frozenset({UpdateState.FAILED, UpdateState.REJECTED})
-# Finished first, then what is under way, then what waits: the order the header counts them in.
-_STATE_ORDER = (UpdateState.SUCCESS, UpdateState.FAILED, UpdateState.REJECTED, UpdateState.CANCELED,
-                UpdateState.IN_PROGRESS, UpdateState.PENDING, UpdateState.NOT_STARTED)
 # Which rows a view too short for all of them keeps: those under way, then those waiting, then the finished.
 _ROW_PRIORITY = {UpdateState.IN_PROGRESS: 0, UpdateState.PENDING: 1, UpdateState.NOT_STARTED: 1,
                  UpdateState.FAILED: 2, UpdateState.REJECTED: 2, UpdateState.CANCELED: 2, UpdateState.SUCCESS: 3}
@@ -83,8 +80,8 @@ def header_line(command: CommandView, elapsed: float) -> str:
     12s elapsed, ETA 28s``."""
     updates = command.ResourceUpdates or []
     counts = Counter(update.State for update in updates)
-    finished = [f"{counts[state]} {state}" for state in _ordered(counts) if state in TERMINAL_UPDATE_STATES]
-    waiting = [f"{counts[state]} {state}" for state in _ordered(counts) if state not in TERMINAL_UPDATE_STATES]
+    finished = [f"{counts[state]} {state}" for state in ordered_states(counts) if state in TERMINAL_UPDATE_STATES]
+    waiting = [f"{counts[state]} {state}" for state in ordered_states(counts) if state not in TERMINAL_UPDATE_STATES]
     done = sum(counts[state] for state in counts if state in TERMINAL_UPDATE_STATES)
     line = f"{command_name(command)} {command.CommandId} {command.State}: {done} of {len(updates)} done"
     if finished:
@@ -96,11 +93,6 @@ def header_line(command: CommandView, elapsed: float) -> str:
     if left is not None:
         line += f", ETA {human_duration(left)}"
     return line
-
-
-def _ordered(counts: Counter[str]) -> Iterator[str]:
-    yield from (state for state in _STATE_ORDER if counts[state])
-    yield from sorted(state for state in counts if state not in _STATE_ORDER)
 
 
 def update_line(update: ResourceUpdateView) -> str:
@@ -155,7 +147,7 @@ class LiveView:
         yield self._table(shown, now)
         hidden = Counter(update.State for update in self.rows) - Counter(update.State for update in shown)
         if hidden:
-            breakdown = ", ".join(f"{count} {state}" for state, count in sorted(hidden.items()))
+            breakdown = ", ".join(f"{hidden[state]} {state}" for state in ordered_states(hidden))
             yield Text(f"… and {hidden.total()} more ({breakdown})", style="dim")
 
     def _fitting(self, room: int) -> list[ResourceUpdateView]:

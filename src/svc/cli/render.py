@@ -12,7 +12,7 @@ from rich.text import Text
 
 from svc.cli.output import console
 from svc.cli.tables import print_table
-from svc.model.states import TERMINAL_UPDATE_STATES
+from svc.model.states import TERMINAL_UPDATE_STATES, UpdateState
 from svc.model.wire import CommandView, PolicyUpdateView, ResourceUpdateView, SimulationView
 
 _OPERATION_STYLE = {"create": ("+", "green"), "update": ("~", "yellow"), "replace": ("±", "magenta"),
@@ -21,6 +21,9 @@ _OPERATION_STYLE = {"create": ("+", "green"), "update": ("~", "yellow"), "replac
 _STATE_STYLE = {"Success": "green", "Failed": "red", "Rejected": "red", "Canceled": "yellow",
                 "InProgress": "cyan", "Canceling": "yellow"}
 _VALUE_WIDTH = 60
+# Finished first, then what is under way, then what waits: the order counts by state are written in.
+_STATE_ORDER = (UpdateState.SUCCESS, UpdateState.FAILED, UpdateState.REJECTED, UpdateState.CANCELED,
+                UpdateState.IN_PROGRESS, UpdateState.PENDING, UpdateState.NOT_STARTED)
 
 
 def _short(value: Any) -> str:
@@ -121,6 +124,12 @@ def update_counts(command: CommandView) -> Counter[str]:
     return Counter(update.State for update in command.ResourceUpdates or [])
 
 
+def ordered_states(counts: Counter[str]) -> list[str]:
+    """The states counted, in the one order counts are written in (``_STATE_ORDER``; any other last)."""
+    return [*(state for state in _STATE_ORDER if counts[state]),
+            *sorted(state for state in counts if state not in _STATE_ORDER and counts[state])]
+
+
 def command_name(command: CommandView) -> str:
     """``apply (reconcile)``, or the command alone."""
     return f"{command.Command} ({command.Mode})" if command.Mode and command.Command == "apply" else command.Command
@@ -131,7 +140,7 @@ def command_line(command: CommandView) -> str:
     updates = command.ResourceUpdates or []
     counts = update_counts(command)
     done = sum(count for state, count in counts.items() if state in TERMINAL_UPDATE_STATES)
-    breakdown = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
+    breakdown = ", ".join(f"{counts[state]} {state}" for state in ordered_states(counts))
     return (f"{command_name(command)} {command.CommandId} {command.State}: {done} of "
             f"{len(updates)} resource updates finished" + (f" ({breakdown})" if breakdown else ""))
 
@@ -162,7 +171,7 @@ def render_command_list(commands: list[CommandView]) -> None:
     for command in commands:
         counts = update_counts(command)
         table.add_row(command_name(command), command.CommandId, state_text(command.State), moment(command.StartTs),
-                      ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
+                      ", ".join(f"{counts[state]} {state}" for state in ordered_states(counts)))
     console.print(table)
 
 
