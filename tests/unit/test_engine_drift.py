@@ -8,7 +8,7 @@ import jsonpatch
 import pytest
 
 from support.planning import CATALOG, forma, inventory, new_id, resource, stored
-from svc.cli.drift import change_lines
+from svc.cli.property_changes import change_lines
 from svc.engine import errors
 from svc.engine.change_execution import merge
 from svc.engine.drift import drift_changes, drift_patch, observed

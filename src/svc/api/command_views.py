@@ -119,13 +119,16 @@ def stored_view(stored: StoredCommand) -> wire.CommandView:
 def submit_response(submission: Submission, caller: Caller) -> wire.SubmitCommandResponse:
     """An apply's or destroy's answer: the plan as a command view, or that nothing needs to change."""
     changeset = submission.changeset
+    fingerprint = dict(submission.fingerprint) if submission.fingerprint is not None else None
     if not changeset.has_changes:
         return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
-            ChangesRequired=False, BaselineStacks=changeset.absorbed or None))
+            ChangesRequired=False, BaselineStacks=changeset.absorbed or None, Fingerprint=fingerprint),
+            SealedForma=submission.sealed_forma)
     shown = submission.shown or tuple(shown_change(change) for change in changeset.resources)
     view = plan_view(submission.command_id, changeset, shown, client_id=caller.client_id)
     return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
-        ChangesRequired=True, Command=view, Warnings=changeset.warnings or None))
+        ChangesRequired=True, Command=view, Warnings=changeset.warnings or None, Fingerprint=fingerprint),
+        SealedForma=submission.sealed_forma)
 
 
 def update_uri(ksuid: str) -> str:

@@ -20,7 +20,8 @@ from svc.datastore import DESTROY_FIELDS, InvalidQueryError, parse_query
 from svc.engine.service import ApplyRequest, DestroyRequest
 from svc.model.forma import Forma
 
-FORM_FIELDS = ("command", "mode", "simulate", "force", "query", "on-dependents", "file")
+FORM_FIELDS = ("command", "mode", "simulate", "force", "query", "on-dependents", "file", "expected-plan",
+               "seal-secrets")
 FORMA_KEYS = ("Description", "Properties", "Stacks", "Targets", "Policies", "Resources")
 MAX_FORMA_BYTES = 256 * 1024 * 1024  # a 10,000-resource forma is tens of MiB; this only stops abuse
 _TRUE = frozenset({"true", "1", "t", "yes"})
@@ -68,12 +69,20 @@ async def _apply(form: FormData) -> ApplyRequest:
     forma = await _forma(form)
     if forma is None:
         raise bad_request(f"the file form field is required for apply: {_HOW}")
-    return ApplyRequest(forma=forma, mode=mode, simulate=_flag(form, "simulate"), force=_flag(form, "force"))
+    simulate = _flag(form, "simulate")
+    seal_secrets = _flag(form, "seal-secrets")
+    if seal_secrets and not simulate:
+        raise bad_request("the seal-secrets form field asks a simulation for the forma to save with its plan; "
+                          "send it with simulate=true")
+    return ApplyRequest(forma=forma, mode=mode, simulate=simulate, force=_flag(form, "force"),
+                        expected_plan=_expected_plan(form), seal_secrets=seal_secrets)
 
 
 async def _destroy(form: FormData) -> DestroyRequest:
     if _flag(form, "force"):
         raise bad_request("the force form field belongs to apply; destroy has on-dependents instead")
+    if _flag(form, "seal-secrets"):
+        raise bad_request("the seal-secrets form field belongs to apply: a destroy's forma needs no secrets")
     on_dependents = _text(form, "on-dependents") or "abort"
     if on_dependents not in ("abort", "cascade"):
         raise bad_request(f"the on-dependents form field must be abort or cascade, not {on_dependents!r}")
@@ -90,7 +99,23 @@ async def _destroy(form: FormData) -> DestroyRequest:
             raise HttpProblem(400, {"error": "InvalidQueryError", "data": {"Reason": str(error)},
                                     "message": str(error)}) from None
     mode: Literal["abort", "cascade"] = "cascade" if on_dependents == "cascade" else "abort"
-    return DestroyRequest(forma=forma, query=query or None, simulate=_flag(form, "simulate"), on_dependents=mode)
+    return DestroyRequest(forma=forma, query=query or None, simulate=_flag(form, "simulate"), on_dependents=mode,
+                          expected_plan=_expected_plan(form))
+
+
+def _expected_plan(form: FormData) -> dict[str, str] | None:
+    """The ``expected-plan`` field: the ``Fingerprint`` of a simulation's answer, as JSON (an object of strings)."""
+    text = _text(form, "expected-plan")
+    if text is None:
+        return None
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        document = None
+    if not isinstance(document, dict) or not all(isinstance(v, str) for v in document.values()):
+        raise bad_request("the expected-plan form field must be the Fingerprint a simulation answered (a JSON "
+                          "object of strings)")
+    return document
 
 
 def _text(form: FormData, field: str) -> str | None:

@@ -118,7 +118,28 @@ def _policy_required(data: dict[str, Any]) -> str:
             "svc apply --mode reconcile --force FILE")
 
 
+def moved_listing(data: dict[str, Any]) -> str:
+    """What a ``PlanChanged`` refusal says moved: ``resource app/T/a (planned update, now replace), …``."""
+    entries = []
+    for item in data.get("Moved") or []:
+        if not isinstance(item, dict):
+            continue
+        then, now = item.get("Planned"), item.get("Now")
+        if then and now:
+            how = f"planned {then}, now {now}" if then != now else f"planned {then}, now from or to another state"
+        else:
+            how = f"planned {then}, now no change" if then else f"not planned, now {now}"
+        entries.append(f"{item.get('Change')} ({how})")
+    return _listed(entries) or "the agent did not say what"
+
+
+def _plan_changed(data: dict[str, Any]) -> str:
+    return (f"the inventory changed since this plan was made, so the agent plans otherwise now: "
+            f"{moved_listing(data)}; nothing was changed: make the plan again (svc plan -o FILE FORMA)")
+
+
 _TYPED: dict[str, Callable[[dict[str, Any]], str]] = {
+    "PlanChanged": _plan_changed,
     "ReconcilePolicyRequired": _policy_required,
     "ReconcileRejected": _reconcile_rejected,
     "ConflictingCommands": _conflicting,

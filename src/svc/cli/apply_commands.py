@@ -1,15 +1,20 @@
 """``svc apply`` and ``svc destroy``: simulate, show the plan, confirm, submit, follow.
 
 Human mode simulates first and asks before changing anything; with ``--yes`` it submits at once and shows
-the plan the agent answers with (the same plan, planned once). Machine mode asks nothing: without ``--yes``
-(or ``--simulate``) it refuses before anything is sent, like human mode without a terminal. Otherwise it
-submits once and prints one document: the simulation, ``{"CommandId": …}`` (null when nothing needed to
-change and no command was stored), or with ``--wait`` the finished command.
+the plan the agent answers with (the same plan, planned once). After a confirmation the submission carries the
+shown plan's fingerprint, so the agent runs exactly that plan or refuses (``PlanChanged``) if the inventory moved
+in between. Machine mode asks nothing: without ``--yes`` (or ``--simulate``) it refuses before anything is sent,
+like human mode without a terminal. Otherwise it submits once and prints one document: the simulation,
+``{"CommandId": …}`` (null when nothing needed to change and no command was stored), or with ``--wait`` the
+finished command.
+
+``svc apply PLANFILE`` applies a plan ``svc plan -o`` saved (``svc.cli.plan_files``): exactly it, or nothing.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +23,15 @@ from typing import Annotated, Any
 import typer
 
 from svc.cli import agent_api
-from svc.cli.agent_errors import AgentRefused
+from svc.cli.agent_errors import AgentRefused, moved_listing
 from svc.cli.client import AgentClient, connect
 from svc.cli.common import ConfigOption
 from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
-from svc.cli.render import render_plan
+from svc.cli.plan_files import SavedPlan, is_saved_plan, read_plan
+from svc.cli.plan_render import render_plan, summary_line
 from svc.cli.watch import follow_to_outcome, wait_quietly
 from svc.config import load_cli_config
 from svc.model.wire import SubmitCommandResponse
@@ -35,6 +41,9 @@ SimulateOption = Annotated[bool, typer.Option("--simulate", help="Show what woul
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 WaitOption = Annotated[bool, typer.Option(
     "--wait", help="Block until the command finishes; exit 0 on Success, 1 otherwise.")]
+ModeOption = Annotated[Mode, typer.Option("--mode", help="reconcile: the forma is the whole truth of its stacks "
+                                                         "(what it drops is deleted); patch: only add and change.")]
+ForceOption = Annotated[bool, typer.Option("--force", help="reconcile: overwrite changes made outside svc.")]
 
 
 class OnDependents(enum.StrEnum):
@@ -51,23 +60,27 @@ class Submission:
     simulate: bool = False
     yes: bool = False
     wait: bool = False
+    expected_plan: dict[str, str] | None = None  # a saved plan's fingerprint: apply exactly it or nothing
 
 
 def apply_command(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="The forma (a .pkl file amending @svc/forma.pkl).", dir_okay=False)],
-    mode: Annotated[Mode, typer.Option("--mode", help="reconcile: the forma is the whole truth of its stacks "
-                                                      "(what it drops is deleted); patch: only add and change.")
-                ] = Mode.reconcile,
+    file: Annotated[Path, typer.Argument(help="The forma (a .pkl file amending @svc/forma.pkl), or a plan that "
+                                              "svc plan -o saved.", dir_okay=False)],
+    mode: ModeOption = Mode.reconcile,
     simulate: SimulateOption = False,
-    force: Annotated[bool, typer.Option("--force", help="reconcile: overwrite changes made outside svc.")] = False,
+    force: ForceOption = False,
     yes: YesOption = False,
     wait: WaitOption = False,
     config: ConfigOption = None,
     output_consumer: ConsumerOption = Consumer.human,
     output_schema: SchemaOption = Schema.json,
 ) -> None:
-    """Apply a forma: simulate, show the plan, confirm, then follow the changes until done."""
+    """Apply a forma: simulate, show the plan, confirm, then follow the changes until done. Given a saved plan
+    (svc plan -o), apply exactly it, or nothing if the inventory moved since it was made."""
+    if is_saved_plan(file):
+        submission = _saved_submission(ctx, file, read_plan(file), yes, wait)
+        raise typer.Exit(_run(config, submission, output_consumer, output_schema))
     forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value)
     submission = Submission("apply", f"svc apply --mode {mode.value} {file}", forma.to_json(),
                             {"mode": mode.value, "force": force}, simulate, yes, wait)
@@ -104,6 +117,20 @@ def destroy_command(
     raise typer.Exit(_run(config, submission, output_consumer, output_schema))
 
 
+def _saved_submission(ctx: typer.Context, file: Path, saved: SavedPlan, yes: bool, wait: bool) -> Submission:
+    """The submission of a saved plan: its forma, mode and force, and its fingerprint as the plan expected."""
+    # By name: Typer bundles its own Click, whose ParameterSource is not click's.
+    given = [f"--{name}" for name in ("mode", "force", "simulate")
+             if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")]
+    if given or ctx.args:
+        extra = " ".join([*given, *ctx.args])
+        raise CliError(f"{extra}: a saved plan is applied as it was made (its mode, force and properties are in "
+                       f"it); make the plan again with them: svc plan -o {file} ... {saved.source}")
+    return Submission("apply", f"svc apply {file} (saved by: {saved.title})", saved.forma,
+                      {"mode": saved.mode, "force": saved.force}, yes=yes, wait=wait,
+                      expected_plan=saved.plan.Fingerprint)
+
+
 def _run(config: Path | None, submission: Submission, consumer: Consumer, schema: Schema) -> int:
     if consumer is Consumer.machine and not (submission.yes or submission.simulate):
         raise CliError(f"{submission.command} in machine mode cannot ask for confirmation; pass --yes to go ahead, "
@@ -113,12 +140,28 @@ def _run(config: Path | None, submission: Submission, consumer: Consumer, schema
     with client:
         if consumer is Consumer.machine:
             return _machine(client, submission, schema)
+        if submission.expected_plan is not None:
+            return _apply_saved(client, submission)
         return _human(client, submission)
 
 
-def _submit(client: AgentClient, submission: Submission, simulate: bool) -> SubmitCommandResponse:
-    return agent_api.submit(client, command=submission.command, action=submission.command, forma=submission.forma,
-                            simulate=simulate, **submission.fields)
+def _submit(client: AgentClient, submission: Submission, simulate: bool,
+            expected: dict[str, str] | None = None) -> SubmitCommandResponse:
+    """``expected``: the fingerprint of the plan to run (a saved one, or the one shown); the agent refuses
+    (``PlanChanged``) when it plans otherwise now."""
+    expected = expected if expected is not None else submission.expected_plan
+    fields = dict(submission.fields)
+    if expected is not None:
+        fields["expected_plan"] = json.dumps(expected, separators=(",", ":"))
+    try:
+        return agent_api.submit(client, command=submission.command, action=submission.command,
+                                forma=submission.forma, simulate=simulate, **fields)
+    except AgentRefused as refused:
+        if refused.kind == "PlanChanged" and submission.expected_plan is None:  # the plan shown moments ago
+            raise CliError(f"{submission.command} refused: the inventory changed since the plan was shown "
+                           f"({moved_listing(refused.data)}); nothing was changed: run the command again to see "
+                           "the new plan") from None
+        raise
 
 
 def _machine(client: AgentClient, submission: Submission, schema: Schema) -> int:
@@ -161,7 +204,29 @@ def _human(client: AgentClient, submission: Submission) -> int:
     if not submission.yes and not _confirm(f"{verb.capitalize()} these changes?"):
         console.print(f"{verb.capitalize()} aborted; nothing was changed.")
         return 0
-    response = preview if direct else _submit(client, submission, simulate=False)
+    response = preview if direct else _submit(client, submission, simulate=False, expected=simulation.Fingerprint)
+    return _started(client, submission, response)
+
+
+def _apply_saved(client: AgentClient, submission: Submission) -> int:
+    """A saved plan: submitted with its fingerprint at once (it was shown when it was made); the agent applies
+    exactly it or refuses."""
+    console.print(submission.title, highlight=False, soft_wrap=True, markup=False)
+    response = _submit(client, submission, simulate=False)
+    simulation = response.Simulation
+    if not simulation.ChangesRequired:
+        if simulation.BaselineStacks:
+            console.print(f"Recorded as the new baseline of stack(s) {', '.join(simulation.BaselineStacks)} "
+                          f"(command {response.CommandId}).", highlight=False)
+        else:
+            console.print("No changes needed: the saved plan changes nothing.", highlight=False)
+        return 0
+    console.print(summary_line(simulation.Command), highlight=False)
+    return _started(client, submission, response)
+
+
+def _started(client: AgentClient, submission: Submission, response: SubmitCommandResponse) -> int:
+    """The submitted command: followed to its end on a terminal (or with --wait), else how to follow it."""
     if not response.Simulation.ChangesRequired:
         console.print("No changes needed any more: someone else made them meanwhile.")
         return 0
@@ -191,8 +256,8 @@ def _record_baseline(client: AgentClient, submission: Submission, preview: Submi
     if not _confirm("Record it as the new baseline?"):
         console.print("Nothing was recorded; the changes are still listed as drift.")
         return 0
-    response = _submit(client, submission, simulate=False)
-    if response.Simulation.ChangesRequired:  # the stack changed between the two plans
+    response = _submit(client, submission, simulate=False, expected=preview.Simulation.Fingerprint)
+    if response.Simulation.ChangesRequired:  # an agent that checks no fingerprint: the stack changed meanwhile
         console.print(f"The stack changed meanwhile: command {response.CommandId} applies the forma.",
                       highlight=False)
         return follow_to_outcome(client, response.CommandId)

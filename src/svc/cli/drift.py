@@ -2,14 +2,13 @@
 drift (409 ReconcileRejected).
 
 Per stack, each resource changed outside the forma since the last reconcile (``update|delete label (Type)``),
-for updates each changed property as ``/Path: old → new`` (from ``GET /stacks/{stack}/drift``; secrets are
-shown as ``(sensitive)``, never by value or hash). The refused apply then names the two ways out: fold the
+for updates each changed property as ``/Path: old → new`` (from ``GET /stacks/{stack}/drift``, shown as every
+property change is: ``svc.cli.property_changes``). The refused apply then names the two ways out: fold the
 change into the forma (``svc extract``), or revert it (``--force``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, NoReturn
 
 from svc.cli import agent_api
@@ -17,43 +16,8 @@ from svc.cli.answers import decode
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
 from svc.cli.output import console
-from svc.model.wire import DriftChange, DriftedResource, ReconcileRejectedData
-
-MAX_FIELDS = 8  # changed properties shown per resource
-MAX_VALUE = 60  # characters of a value shown
-ABSENT = "(absent)"
-SENSITIVE = "(sensitive)"
-
-
-def _is_secret(value: Any) -> bool:
-    if isinstance(value, dict):
-        if value.get("$hashed") or value.get("$visibility") == "Opaque":
-            return True
-        return any(_is_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_is_secret(v) for v in value)
-    return False
-
-
-def _shown(value: Any) -> str:
-    if _is_secret(value):
-        return SENSITIVE
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "…"
-
-
-def change_lines(changes: list[DriftChange] | None) -> list[str]:
-    """``/Content: "old" → "new"`` lines; at most ``MAX_FIELDS``, then how many more. A side the answer left
-    out (the property was added, or removed) is ``(absent)``."""
-    lines = []
-    for change in (changes or [])[:MAX_FIELDS]:
-        given = change.model_fields_set
-        old = _shown(change.Old) if "Old" in given else ABSENT
-        new = _shown(change.New) if "New" in given else ABSENT
-        lines.append(f"{change.Path or '/'}: {old} → {new}")
-    if changes and len(changes) > MAX_FIELDS:
-        lines.append(f"… and {len(changes) - MAX_FIELDS} more")
-    return lines
+from svc.cli.property_changes import change_lines
+from svc.model.wire import DriftedResource, ReconcileRejectedData
 
 
 def print_modified(stack: str, modified: list[DriftedResource],

@@ -20,6 +20,7 @@ from svc.cli.extract_commands import extract_command
 from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand, eval_command, project_app
 from svc.cli.inventory_commands import inventory_app
 from svc.cli.job_commands import discover_command, sync_command, ttl_app
+from svc.cli.plan_commands import plan_command
 from svc.cli.plugin_commands import plugin_app
 from svc.cli.upgrade import upgrade
 from svc.config import ConfigError
@@ -38,6 +39,7 @@ app.add_typer(deploy_app, name="deploy")
 app.command("upgrade")(upgrade)
 app.command("eval", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(eval_command)
 app.add_typer(project_app, name="project")
+app.command("plan", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(plan_command)
 app.command("apply", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(apply_command)
 app.command("destroy", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(destroy_command)
 app.add_typer(command_app, name="command")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from svc.datastore.errors import DatastoreUnavailable
@@ -18,13 +18,16 @@ from svc.datastore.query import DESTROY_FIELDS, parse_query
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
 from svc.engine.command_records import UpdateData, command_record, shown_change, update_record
-from svc.engine.errors import ConflictingCommands, InvalidForma, TargetReaped
+from svc.engine.errors import ConflictingCommands, InvalidForma, PlanChanged, TargetReaped
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
 from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
+from svc.engine.planner.changeset import ResourceChange
+from svc.engine.planner.fingerprint import fingerprint, moved
 from svc.engine.policy_store import persist_policies, stored_policies
 from svc.engine.queries import PAGE, incomplete_commands, updates_of
 from svc.engine.runs import Runs
+from svc.engine.sealed_formas import seal_forma, unseal_forma
 from svc.engine.sealing import Sealer
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest, StoredCommand, Submission
 from svc.ids import new_id
@@ -55,13 +58,18 @@ class Admission:
         self._lock = asyncio.Lock()
 
     async def apply(self, request: ApplyRequest, caller: Caller) -> Submission:
-        forma = request.forma
+        forma = await asyncio.to_thread(unseal_forma, request.forma, self.sealer)  # a saved plan's forma
         # Drift is looked up for --force too: it is not refused then, but a reconcile that takes it in moves the
         # stacks' baseline even when it changes nothing (``_store_baseline``).
         drift_stacks = {r.stack for r in forma.resources} if request.mode == "reconcile" else set()
         plan_request = PlanRequest("apply", request.mode, forma, force=request.force)
-        return await self._submit(plan_request, drift_stacks, caller, request.simulate,
-                                  (forma.description.text or "", forma.description.confirm))
+        submission = await self._submit(plan_request, drift_stacks, caller, request.simulate,
+                                        (forma.description.text or "", forma.description.confirm),
+                                        request.expected_plan)
+        if request.simulate and request.seal_secrets:
+            sealed = await asyncio.to_thread(seal_forma, forma, self.sealer, self.catalog)
+            submission = replace(submission, sealed_forma=sealed)
+        return submission
 
     async def destroy(self, request: DestroyRequest, caller: Caller) -> Submission:
         if request.query:
@@ -76,10 +84,10 @@ class Admission:
             description = (request.forma.description.text or "", request.forma.description.confirm)
         else:
             raise InvalidForma("destroy needs a forma or a query", {})
-        return await self._submit(plan_request, set(), caller, request.simulate, description)
+        return await self._submit(plan_request, set(), caller, request.simulate, description, request.expected_plan)
 
     async def _submit(self, request: PlanRequest, drift_stacks: set[str], caller: Caller, simulate: bool,
-                      description: tuple[str, bool]) -> Submission:
+                      description: tuple[str, bool], expected: Mapping[str, str] | None) -> Submission:
         # An id is answered only for a command that is stored, so that every id a client is given can be looked
         # up: a simulation, or a submission that needs no change and moves no baseline, answers "".
         command_id = "" if simulate else new_id()
@@ -88,15 +96,17 @@ class Admission:
                 await self._refuse_reaped_targets(request.forma)
             changeset = await self._plan(request, drift_stacks)
             if not changeset.has_changes:
+                planned = await self._check_plan(changeset, (), expected, simulate)
                 stored = changeset.absorbed and not simulate
                 if stored:
                     await asyncio.to_thread(self._store_baseline, command_id, changeset, request.force, caller,
                                             description)
-                return Submission(command_id if stored else "", changeset)
+                return Submission(command_id if stored else "", changeset, fingerprint=planned)
             graph = build_graph(changeset.resources)
             shown = tuple(shown_change(change) for change in changeset.resources)  # secrets hashed, once
+            planned = await self._check_plan(changeset, shown, expected, simulate)
             if simulate:
-                return Submission(command_id, changeset, shown)
+                return Submission(command_id, changeset, shown, fingerprint=planned)
             await self._refuse_conflicts(changeset)
             records = [update_record(command_id, change, each, self.sealer)
                        for change, each in zip(changeset.resources, shown, strict=True)]
@@ -113,6 +123,23 @@ class Admission:
         # command takes milliseconds to serialise), not after.
         await run.dispatched.wait()
         return Submission(command_id, changeset, shown)
+
+    @staticmethod
+    async def _check_plan(changeset: Changeset, shown: Sequence[ResourceChange], expected: Mapping[str, str] | None,
+                          simulate: bool) -> Mapping[str, str] | None:
+        """The plan's fingerprint, for a simulation (what a later submission of it expects) or a submission that
+        expects one; a submission planning other than what it expects is refused here, under the admission lock,
+        so nothing can move between this check and storing the command."""
+        if expected is None and not simulate:
+            return None
+        planned = await asyncio.to_thread(fingerprint, changeset, shown)
+        if expected is not None and dict(expected) != planned:
+            differences = moved(expected, planned)
+            listing = ", ".join(entry["Change"] for entry in differences[:10])
+            more = f" and {len(differences) - 10} more" if len(differences) > 10 else ""
+            raise PlanChanged(f"the inventory changed since the plan was made, so these changes differ now: {listing}"
+                              f"{more}; nothing was changed: make the plan again", {"Moved": differences})
+        return planned
 
     def _record(self, command_id: str, changeset: Changeset, force: bool, caller: Caller,
                 description: tuple[str, bool], **state: str) -> CommandRecord:

@@ -126,6 +126,21 @@ class ReconcilePolicyRequired(EngineError):
     status = 403
 
 
+class PlanChanged(EngineError):
+    """A submission that carried the plan it expects (a saved plan, or the plan a user confirmed) plans something
+    else now: the inventory moved since. ``data.Moved``: what differs (``planner.fingerprint.moved``)."""
+
+    error_type = "PlanChanged"
+    status = 409
+
+
+class SealedSecretUnreadable(EngineError):
+    """A saved plan's forma holds secrets sealed under another agent's key (or one that was lost)."""
+
+    error_type = "SealedSecretUnreadable"
+    status = 400
+
+
 # -- plugin management (POST /plugins/install | uninstall | update) ----------------------------------------------
 
 

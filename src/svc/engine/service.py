@@ -9,6 +9,7 @@ reaches past this protocol. Refusals are ``svc.engine.errors.EngineError``; a lo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -30,10 +31,16 @@ class Caller:
 
 @dataclass(frozen=True)
 class ApplyRequest:
+    """``expected_plan``: the fingerprint (``planner.fingerprint``) of the plan the caller saw; planning anything
+    else now is refused (``PlanChanged``) and changes nothing. ``seal_secrets``: a simulation also answers the forma
+    with its secrets sealed (``sealed_formas``), for a saved plan; sealed secrets in ``forma`` are opened."""
+
     forma: Forma
     mode: Literal["reconcile", "patch"]
     simulate: bool = False
     force: bool = False
+    expected_plan: Mapping[str, str] | None = None
+    seal_secrets: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class DestroyRequest:
     query: str | None = None
     simulate: bool = False
     on_dependents: Literal["abort", "cascade"] = "abort"
+    expected_plan: Mapping[str, str] | None = None  # as for apply
 
 
 @dataclass(frozen=True)
@@ -52,11 +60,14 @@ class Submission:
     change; ``absorbed``: the stacks whose drift a no-op reconcile takes in as their new baseline);
     ``command_id``: the stored command, "" for a simulation or a no-op that stored nothing (every id a
     client is given can be looked up). ``shown``: the resource changes as they may be shown, secrets hashed
-    (``command_records.shown_change``, made once for the plan and the stored command)."""
+    (``command_records.shown_change``, made once for the plan and the stored command). A simulation also answers
+    its ``fingerprint`` (what a later submission of the same plan expects) and, when asked, ``sealed_forma``."""
 
     command_id: str
     changeset: Changeset
     shown: tuple[ResourceChange, ...] = ()
+    fingerprint: Mapping[str, str] | None = None
+    sealed_forma: dict[str, Any] | None = None
 
     @property
     def changes_required(self) -> bool:

@@ -340,26 +340,32 @@ def _marked(value: Any, places: list[list[Any]]) -> Any:
 
 def hash_secrets(properties: Json, opaque: OpaqueFields) -> Json:
     """Properties as they may be stored: the schema's opaque values (at any depth) and Opaque envelopes hashed."""
-    return {key: _hashed(value, opaque.at(key)) for key, value in properties.items()}
+    return {key: _concealed(value, opaque.at(key), hashed_secret) for key, value in properties.items()}
+
+
+def conceal_secrets(properties: Json, opaque: OpaqueFields, conceal: Callable[[Any], Any]) -> Json:
+    """Properties with each secret (where ``hash_secrets`` hashes one) replaced by ``conceal(secret)``: the
+    secret's value or envelope whole, e.g. sealed under a key so that it can be restored exactly."""
+    return {key: _concealed(value, opaque.at(key), conceal) for key, value in properties.items()}
 
 
 def hashed_at(value: Any, node: OpaqueFields) -> Any:
     """``value`` as it may be stored, where ``node`` is its place among the schema's opaque fields."""
-    return _hashed(value, node)
+    return _concealed(value, node, hashed_secret)
 
 
-def _hashed(value: Any, node: OpaqueFields = NONE) -> Any:
+def _concealed(value: Any, node: OpaqueFields, conceal: Callable[[Any], Any]) -> Any:
     if not isinstance(value, (dict, list)):  # most values: plain scalars
-        return hashed_secret(value) if node.secret and value is not None else value
+        return conceal(value) if node.secret and value is not None else value
     if isinstance(value, list):  # each element a secret, or holding secrets where the schema says
-        return [_hashed(item, node) for item in value]
+        return [_concealed(item, node, conceal) for item in value]
     if is_opaque(value) or (node.secret and not is_embed(value)):
-        return hashed_secret(value)
+        return conceal(value)
     if is_embed(value):
-        return {**value, "$parts": [hashed_secret(p) if is_opaque(p) else p for p in value.get("$parts", [])]}
+        return {**value, "$parts": [conceal(p) if is_opaque(p) else p for p in value.get("$parts", [])]}
     if is_ref(value) or is_value(value):
         return value
-    return {key: _hashed(item, node.at(key)) for key, item in value.items()}
+    return {key: _concealed(item, node.at(key), conceal) for key, item in value.items()}
 
 
 def redact(properties: Json, opaque: OpaqueFields) -> Json:

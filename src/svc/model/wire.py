@@ -121,12 +121,19 @@ class SimulationView(Wire):
     # Added (not in the reference): the stacks whose drift a reconcile that changes no resource takes in. The
     # submission records it as their new baseline, so it asks for consent like a change.
     BaselineStacks: list[str] | None = None
+    # Added: a simulation's fingerprint of its plan (per change, ``operation:digest``). Sent back as the
+    # ``expected-plan`` form field, the submission goes ahead only if the agent still plans exactly this
+    # (``PlanChanged`` otherwise): how ``svc apply`` applies the plan it showed, or a saved one.
+    Fingerprint: dict[str, str] | None = None
 
 
 class SubmitCommandResponse(Wire):
     CommandId: str
     Description: DescriptionView = Field(default_factory=lambda: DescriptionView())
     Simulation: SimulationView
+    # Added: with ``seal-secrets=true``, the simulated forma with each secret sealed under the agent's key
+    # (``{"$sealed": token}``), to save with the plan (``svc plan -o``) and submit again to apply it.
+    SealedForma: dict[str, Any] | None = None
 
 
 class ListCommandStatusResponse(Wire):

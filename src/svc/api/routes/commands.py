@@ -36,10 +36,15 @@ _SUBMIT_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
         "query": {"type": "string", "description": "destroy only: destroy the managed resources matching it"},
         "on-dependents": {"type": "string", "enum": ["abort", "cascade"], "default": "abort"},
         "file": {"type": "string", "format": "binary", "description": "forma.json: the evaluated forma"},
+        "expected-plan": {"type": "string", "description": "the Fingerprint a simulation answered (JSON): go "
+                          "ahead only if the agent still plans exactly that, else 409 PlanChanged"},
+        "seal-secrets": {"type": "boolean", "default": False, "description": "apply with simulate only: also "
+                         "answer SealedForma, the forma with its secrets sealed under the agent's key"},
     }}}}}}
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"description": "Bad request: a missing Client-ID, a malformed form or forma, an invalid query, a cycle…"},
-    409: {"description": "Refused: conflicting commands, unabsorbed out-of-band changes (ReconcileRejected)…"},
+    409: {"description": "Refused: conflicting commands, unabsorbed out-of-band changes (ReconcileRejected), a plan "
+                         "that moved since its expected-plan was made (PlanChanged)…"},
     422: {"description": "Refused: patch on unknown stacks, empty new stacks."},
 }
 

@@ -1,0 +1,117 @@
+"""Saved plans: what ``svc plan -o FILE`` writes and ``svc apply FILE`` applies.
+
+A plan file is plain JSON a reader can check::
+
+    {"Format": "svc-plan/1", "CreatedAt": …, "SvcVersion": …, "Source": "main.pkl",
+     "Command": "apply", "Mode": "reconcile", "Force": false,
+     "Plan": {…the agent's simulation: ChangesRequired, Command (the changes), Fingerprint…},
+     "Forma": {…the evaluated forma, each secret sealed by the agent: {"$sealed": token}…}}
+
+Applying it submits ``Forma`` with ``Plan.Fingerprint`` as the plan it expects: the agent opens the secrets, plans
+again under its admission lock and goes ahead only if that is exactly the saved plan (else 409 ``PlanChanged``,
+and nothing changes). No secret is in it in plain text: the agent sealed them under its own key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from svc import __version__
+from svc.cli.errors import CliError
+from svc.model.wire import SimulationView
+
+FORMAT = "svc-plan/1"
+_HOW = "make one with: svc plan -o FILE FORMA.pkl"
+
+
+@dataclass(frozen=True)
+class SavedPlan:
+    source: str  # the forma file it was made from, as given
+    mode: str
+    force: bool
+    plan: SimulationView
+    forma: dict[str, Any]  # secrets sealed
+    created_at: str = ""
+    svc_version: str = __version__
+
+    @property
+    def title(self) -> str:
+        return f"svc plan --mode {self.mode}{' --force' if self.force else ''} {self.source}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"Format": FORMAT, "CreatedAt": self.created_at or datetime.now(UTC).isoformat(timespec="seconds"),
+                "SvcVersion": self.svc_version, "Source": self.source, "Command": "apply", "Mode": self.mode,
+                "Force": self.force, "Plan": self.plan.to_json(), "Forma": self.forma}
+
+
+def is_saved_plan(path: Path) -> bool:
+    """Whether ``svc apply`` takes ``path`` as a saved plan rather than a forma: anything but a ``.pkl`` file, or
+    a file whose text starts as JSON does."""
+    if path.suffix != ".pkl":
+        return True
+    try:
+        with path.open("rb") as handle:
+            return handle.read(64).lstrip().startswith(b"{")
+    except OSError:
+        return False
+
+
+def write_plan(path: Path, saved: SavedPlan) -> None:
+    """Writes the plan (readable by its owner only, as Terraform's: it says what the infrastructure is), whole or
+    not at all."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(saved.to_json(), handle, ensure_ascii=False, indent=1)
+            handle.write("\n")
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise CliError(f"cannot write the plan to {path}: {error.strerror or error}") from None
+
+
+def read_plan(path: Path) -> SavedPlan:
+    """The saved plan in ``path``; a one-line ``CliError`` saying what is wrong with it otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"{path} does not exist; {_HOW}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
+        raise CliError(f"cannot read the plan {path}: {reason}; {_HOW}") from None
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        document = None
+    if not isinstance(document, dict) or document.get("Format") != FORMAT:
+        found = document.get("Format") if isinstance(document, dict) else None
+        what = f"a plan of another format ({found!r}; this svc reads {FORMAT})" if isinstance(found, str) else \
+            "not a plan that svc plan -o wrote"
+        raise CliError(f"{path} is {what}; svc apply takes a forma (.pkl) or a saved plan; {_HOW}")
+    try:
+        return _saved(document)
+    except (KeyError, TypeError, ValueError, ValidationError) as error:
+        reason = f"{error.error_count()} invalid field(s)" if isinstance(error, ValidationError) else \
+            f"a missing or invalid field ({error})"
+        raise CliError(f"the plan {path} is damaged ({reason}); {_HOW}") from None
+
+
+def _saved(document: dict[str, Any]) -> SavedPlan:
+    mode, force, forma, source = document["Mode"], document["Force"], document["Forma"], document["Source"]
+    if document.get("Command") != "apply" or mode not in ("reconcile", "patch") or not isinstance(force, bool):
+        raise ValueError("Command, Mode or Force")
+    if not isinstance(forma, dict) or not isinstance(source, str):
+        raise ValueError("Forma or Source")
+    plan = SimulationView.model_validate(document["Plan"])
+    if plan.Fingerprint is None:
+        raise ValueError("Plan.Fingerprint")
+    return SavedPlan(source=source, mode=mode, force=force, plan=plan, forma=forma,
+                     created_at=str(document.get("CreatedAt") or ""), svc_version=str(document.get("SvcVersion")))
