@@ -52,8 +52,9 @@ def test_update_in_place_and_replace_on_a_create_only_change(world: World) -> No
     human = world.svc("apply", "--mode", "reconcile", str(world.forma(chain("a", value="w", token="t2"))),
                       "--simulate")
     row = next(line for line in human.stdout.splitlines() if "FAKE::Test::Item" in line)
-    assert "± replace" in row and "create-only /Token changed" in row
-    assert "Plan: 0 to create, 0 to update, 1 to replace, 0 to delete." in human.stdout
+    assert "± replace" in row and "create-only field(s) changed: Token" in row
+    assert '    /Token: "t" → "t2"' in human.stdout.splitlines()
+    assert "Plan: 1 to add, 0 to change, 1 to destroy." in human.stdout
     replaced = world.apply(world.forma(chain("a", value="w", token="t2")))
     assert replaced.returncode == 0, replaced.stdout + replaced.stderr
     [(new_id, item)] = world.cloud_labels("FAKE::Test::Item").items()

@@ -32,7 +32,7 @@ def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) 
     result = world.apply(world.forma(chain("a", "b", "c", "d")))
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
-    assert out.count("Plan: 4 to create, 0 to update, 0 to replace, 0 to delete.") == 1
+    assert out.count("Plan: 4 to add, 0 to change, 0 to destroy.") == 1
     assert out.index("Plan:") < out.index("started on the agent")
     for label in ("a", "b"):
         assert out.count(f"Success: create FAKE::Test::Item {label} (stack app)") == 1

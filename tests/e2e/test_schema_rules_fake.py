@@ -48,7 +48,8 @@ def test_write_only_fields_a_create_only_change_replaces_and_another_is_updated(
     plan = world.svc("apply", "--mode", "reconcile", str(world.forma(rules(seed="s2", passphrase="p2"))),
                      "--simulate")
     row = next(line for line in plan.stdout.splitlines() if "FAKE::Test::Rules" in line)
-    assert "± replace" in row and "create-only /Seed changed" in row, plan.stdout
+    assert "± replace" in row and "create-only field(s) changed: Seed" in row, plan.stdout
+    assert '    /Seed: "s1" → "s2"' in plan.stdout.splitlines(), plan.stdout
     converges(world, rules(seed="s2", passphrase="p2"))  # write-only and create-only: compared with what svc stored
     native_id, properties = the_one(world, "FAKE::Test::Rules")
     assert native_id != first and (properties["Seed"], properties["Passphrase"]) == ("s2", "p2")
