@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from support.fake_world import World
@@ -153,8 +153,6 @@ def test_a_file_that_is_not_a_saved_plan_is_a_one_line_error(world: World) -> No
 def run_in_terminal(world: World, *args: str, before_answer: Callable[[], Any], timeout: float = 90
                     ) -> tuple[int, str]:
     """The CLI on a pseudo-terminal (so it asks); ``before_answer`` runs once it asks, then it is answered yes."""
-    import pty
-
     leader, follower = pty.openpty()
     process = subprocess.Popen([SVC, *args, "--config", str(world.agent.config)], stdin=follower, stdout=follower,
                                stderr=follower, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"})
