@@ -20,7 +20,7 @@ from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
 from svc.config import load_cli_config
 from svc.forma import FormaError, evaluate_forma
-from svc.forma.extract import DEFAULT_UNMANAGED_STACK, Extraction, ExtractOptions, generate, namespaces
+from svc.forma.extract import DEFAULT_UNMANAGED_STACK, Extraction, ExtractOptions, generate, namespaces, resource_types
 from svc.forma.extract_catalog import ExtractError, load_catalog
 
 
@@ -54,7 +54,7 @@ def extract_command(
     if forma is None:
         raise nothing
     try:
-        extraction = generate(forma, load_catalog(namespaces(forma)),
+        extraction = generate(forma, load_catalog(namespaces(forma), resource_types(forma)),
                               ExtractOptions(query=query.strip(), unmanaged_stack=unmanaged_stack))
     except (ExtractError, ValueError) as exc:
         raise CliError(f"cannot extract: {exc}") from exc

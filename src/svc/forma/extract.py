@@ -65,6 +65,11 @@ def namespaces(forma: Mapping[str, Any]) -> set[str]:
     return found | {str(t["Namespace"]) for t in forma.get("Targets") or [] if t.get("Namespace")}
 
 
+def resource_types(forma: Mapping[str, Any]) -> set[str]:
+    """The resource types of a forma JSON document: the classes to write them with are all the catalog needs."""
+    return {str(r.get("Type", "")) for r in forma.get("Resources") or []}
+
+
 def generate(forma: Mapping[str, Any], catalog: Catalog, options: ExtractOptions = ExtractOptions()) -> Extraction:
     return _Generator(forma, catalog, options).run()
 
@@ -92,7 +97,6 @@ def _aliases(modules: list[str]) -> dict[str, str]:
 class _Generator:
     def __init__(self, forma: Mapping[str, Any], catalog: Catalog, options: ExtractOptions) -> None:
         self.catalog, self.options = catalog, options
-        self.aliases = _aliases(catalog.modules())
         self.used_modules: set[str] = set()
         self.out = Extraction(text="")
         self.resources: list[Json] = []
@@ -109,6 +113,12 @@ class _Generator:
                                 [t.get("Label") for t in forma.get("Targets") or []])
         self.target_records = {t.get("Label"): t for t in forma.get("Targets") or []}
         self.policies = {p.get("Label"): p for p in forma.get("Policies") or [] if p.get("Label")}
+        # Aliases for the modules this file may import, and only those: the names it writes do not depend on
+        # what else the catalog describes.
+        roots = [catalog.resource_class(str(r.get("Type", ""))) for r in self.resources]
+        roots += [catalog.config_class(str(self.target_records[label].get("Namespace", "")))
+                  for label in self.targets if label in self.target_records]
+        self.aliases = _aliases(catalog.modules_reachable(info.id for info in roots if info is not None))
         taken = set(_RESERVED) | set(self.aliases.values())
         self.locals: dict[tuple[str, str, str], tuple[str, ClassInfo | None]] = {}
         self.records: dict[tuple[str, str, str], Mapping[str, Any]] = {}

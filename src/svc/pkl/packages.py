@@ -45,6 +45,11 @@ class LocalPackage:
         return f"{self.base_uri}@{self.version}"
 
     @property
+    def module_uri_prefix(self) -> str:
+        """How the URIs of this package's modules start when :func:`implicit_environment` serves it."""
+        return f"project{self.uri}#/"
+
+    @property
     def canonical_uri(self) -> str:
         """Pkl resolves packages by major version."""
         return f"{self.base_uri}@{self.version.split('.')[0]}"
