@@ -12,7 +12,6 @@ never stored, logged or answered in plain text, by the agent or by the real CLI.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -59,11 +58,6 @@ def test_aws_discovery_conformance(name: str, aws_world: tuple[str, Path], share
     discovery_phase(TABLE[name](url, run_id()), directory, shared)
 
 
-# Known regression, to fix first: with the generated package (~1,700 types) `svc extract` builds its class
-# catalog from every AWS schema module and takes over 120 s per call, so each case times out. Skipped so that the
-# rest of the suite runs; run it with SVC_AWS_EXTRACT_CONFORMANCE=1 once `svc extract` reads only the types it needs.
-@pytest.mark.skipif(not os.environ.get("SVC_AWS_EXTRACT_CONFORMANCE"),
-                    reason="svc extract with the full AWS package is too slow (known regression, see comment)")
 @pytest.mark.parametrize("name", TABLE)
 def test_aws_extract_conformance(name: str, aws_world: tuple[str, Path], shared: Bench) -> None:
     url, directory = aws_world

@@ -17,7 +17,7 @@ import pytest
 
 from support.extract_view import agent_view
 from svc.forma import evaluate_forma
-from svc.forma.extract import ExtractOptions, generate
+from svc.forma.extract import ExtractOptions, generate, namespaces, resource_types
 from svc.forma.extract_catalog import ExtractError, load_catalog
 
 FORMAS = Path(__file__).parent.parent / "fixtures" / "formas"
@@ -46,8 +46,8 @@ def resources_of(forma: Json, *, drop_write_only: bool = False) -> dict[str, Jso
 def round_trip(source: Path, tmp_path: Path, options: ExtractOptions = ExtractOptions()) -> tuple[Json, Json, Any]:
     original = evaluate_forma(source).to_json()
     view = agent_view(original)
-    namespaces = {r["Type"].split("::")[0] for r in view["Resources"]} | {t["Namespace"] for t in view["Targets"]}
-    extraction = generate(view, load_catalog(namespaces), options)
+    # As `svc extract` loads it: only what the extracted types and targets need.
+    extraction = generate(view, load_catalog(namespaces(view), resource_types(view)), options)
     written = tmp_path / "extracted.pkl"
     written.write_text(extraction.text)
     return original, evaluate_forma(written).to_json(), extraction
@@ -197,6 +197,66 @@ def test_discovered_resources_go_to_the_stack_named_for_them(tmp_path: Path) -> 
     assert {r["Label"]: r["Stack"] for r in extracted["Resources"]} == {"a": "found", "b": "found"}
     assert extracted["Resources"][1]["Properties"]["Ref"]["$stack"] == "found"
     assert 'stack "found": applying this file adopts them' in extraction.text
+
+
+def test_the_catalog_reads_only_what_the_extracted_types_need_and_writes_what_whole_packages_would(
+        tmp_path: Path) -> None:
+    source = tmp_path / "source.pkl"
+    source.write_text(textwrap.dedent(LOCAL_AND_FAKE).lstrip())
+    view = agent_view(evaluate_forma(source).to_json())
+    needed = load_catalog(namespaces(view), resource_types(view))
+    whole = load_catalog(namespaces(view))
+
+    assert needed.modules() == ["@fake/compute/server.pkl", "@fake/fake.pkl", "@fake/net/network.pkl",
+                                "@fake/net/subnet.pkl", "@fake/storage/bucket.pkl", "@fake/test/item.pkl",
+                                "@local/fs.pkl", "@local/local.pkl", "@svc/svc.pkl"]
+    assert "@fake/dns/dnsrecord.pkl" in whole.modules()  # a module no extracted type needs
+    for class_id, info in needed.classes.items():
+        assert whole.classes[class_id] == info, class_id
+    # What is written does not depend on what else the catalog holds (names, import aliases).
+    assert generate(view, needed).text == generate(view, whole).text
+
+
+def test_a_local_may_share_its_name_with_a_module_the_file_does_not_import(tmp_path: Path) -> None:
+    source = tmp_path / "source.pkl"
+    source.write_text(textwrap.dedent('''
+        amends "@svc/forma.pkl"
+        import "@svc/svc.pkl"
+        import "@fake/fake.pkl"
+        import "@fake/test/item.pkl"
+        forma {
+          new svc.Stack { label = "s" }
+          new svc.Target { label = "fake"; config = new fake.Config { path = "/tmp/cloud.db" } }
+          new item.Item { label = "vault"; value = "1" }
+        }
+    ''').lstrip())
+    view = agent_view(evaluate_forma(source).to_json())
+    for catalog in (load_catalog(namespaces(view), resource_types(view)), load_catalog(namespaces(view))):
+        assert "@fake/app/vault.pkl" not in generate(view, catalog).text
+        assert "local vault = new item.Item" in generate(view, catalog).text  # not vault2, whatever was read
+
+
+def test_extracting_a_few_aws_types_reads_their_modules_not_the_package() -> None:
+    """The AWS package holds ~1,700 modules; describing them all took minutes per `svc extract`."""
+    catalog = load_catalog({"AWS"}, {"AWS::S3::Bucket", "AWS::IAM::Role"})
+    # The types' modules, the modules they reach (the role's IAM policy documents, the package's tags and its
+    # target config), and svc's.
+    assert catalog.modules() == ["@aws/aws.pkl", "@aws/iam/iam.pkl", "@aws/iam/role.pkl", "@aws/s3/bucket.pkl",
+                                 "@svc/svc.pkl"]
+    assert set(catalog.resources) == {"AWS::S3::Bucket", "AWS::IAM::Role"}
+    assert catalog.config_class("AWS") is not None
+    tags = catalog.resource_class("AWS::S3::Bucket").field("Tags").shape
+    assert tags.element is not None and tags.element.class_id == "@aws/aws.pkl#Tag"
+
+
+def test_a_type_no_module_names_plainly_makes_its_package_read_whole(fixture_plugin) -> None:
+    """The text search finds a type's module when a line sets `type = "<type>"`; otherwise the whole package is
+    read, so a type declared another way is still found (and an unknown one is said to be unknown)."""
+    found = load_catalog({"FIXTURE"}, {"FIXTURE::Network::Vpc"})
+    assert "@fixture/storage/bucket.pkl" not in found.modules()
+    whole = load_catalog({"FIXTURE"}, {"FIXTURE::No::Such"})
+    assert whole.modules() == load_catalog({"FIXTURE"}).modules()
+    assert "@fixture/storage/bucket.pkl" in whole.modules()
 
 
 def test_a_namespace_without_an_installed_plugin_is_refused() -> None:
