@@ -268,3 +268,13 @@ def test_values_changed_outside_svc_are_written_as_they_are_now() -> None:
     assert 'peer = "typed by hand"' in text
     assert 'target = """\n    edited\n    by hand\n\n    """' in text
     assert 'target = "id box-0 and \\(a.res.name)"' in text
+
+
+def test_the_modules_a_file_may_import_are_those_its_classes_reach() -> None:
+    assert CATALOG.modules_reachable([BOX.id]) == ["@acme/acme.pkl", "@acme/box.pkl"]  # its tags are acme.Tag
+    assert CATALOG.modules_reachable([LOCAL_MODULE.id, "@acme/gone.pkl#Gone"]) == ["@acme/local.pkl"]
+    node = ClassInfo("@acme/tree.pkl#Node", "@acme/tree.pkl", "Node",
+                     (_field("Children", "children", Shape("listing", element=Shape("object", "@acme/tree.pkl#Node"))),
+                      _field("Tag", "tag", Shape("mapping", element=Shape("object", TAG.id)))))
+    cyclic = Catalog(classes={c.id: c for c in (node, TAG)})
+    assert cyclic.modules_reachable([node.id]) == ["@acme/acme.pkl", "@acme/tree.pkl"]
