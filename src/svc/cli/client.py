@@ -91,9 +91,30 @@ class AgentClient:
     def stats(self) -> StatsView:
         """``GET /stats``, after the strict version check (on the bare document: an agent of another version may
         answer in another shape, and the CLI must still say which version to upgrade to)."""
-        document = self.get_json("/stats")
-        check_version(document.get("Version") if isinstance(document, dict) else None)
+        response = self.request("GET", "/stats")
+        document = _json_document(response)
+        # Another server on the port (a web server's HTML 404, some other JSON API) is not a svc agent; say so in
+        # one line rather than quoting its page or asking to upgrade to version "None".
+        if response.status_code == 404 or not isinstance(document, dict) or (
+                not response.is_error and "Version" not in document):
+            kind = response.headers.get("content-type", "no content type").split(";")[0]
+            raise CliError(f"the server at {self.base_url} is not a svc agent: it answered {response.status_code} "
+                           f"({kind}) to GET {API_PREFIX}/stats; {_CHECK_ADDRESS}")
+        if response.is_error:
+            raise CliError(f"the agent answered {response.status_code} to GET {API_PREFIX}/stats: "
+                           f"{response.text[:200]}")
+        check_version(document.get("Version"))
         return decode(StatsView, document, "GET /stats")
+
+
+def _json_document(response: httpx.Response) -> Any:
+    """The answer's JSON, or None when it is none (an HTML page, plain text)."""
+    if "json" not in response.headers.get("content-type", ""):
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def check_version(agent_version: object, cli_version: str = __version__) -> None:
