@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from svc.pkl import EvaluationRequest, PklError, shared_server
@@ -11,7 +12,12 @@ from svc.plugins.installed import InstalledPlugin
 
 
 class ManifestError(Exception):
-    """The manifest is missing or does not evaluate."""
+    """The manifest is missing or does not evaluate. ``str()`` is one line that says why and where (listings and
+    refusals show one line); ``detail`` keeps Pkl's whole message."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail or message
 
 
 def read_manifest(plugin: InstalledPlugin) -> dict[str, Any]:
@@ -23,5 +29,19 @@ def read_manifest(plugin: InstalledPlugin) -> dict[str, Any]:
         text = shared_server().evaluate(EvaluationRequest(module_uri=path.as_uri(), readers=environment.readers,
                                                           project=environment.project))
     except PklError as error:
-        raise ManifestError(f"the manifest of plugin {plugin.namespace} is invalid:\n{error}") from error
+        raise ManifestError(f"the manifest of plugin {plugin.namespace} is invalid: {_reason(error, path)}",
+                            str(error)) from error
     return json.loads(text)
+
+
+def _reason(error: PklError, path: Path) -> str:
+    """Pkl's headline, then the manifest's line and member it points at. Pkl's message is blocks of
+    ``N | code``, a caret line and ``at module#member (uri)``; the block naming the manifest is the author's line
+    (the others are svc's own schema)."""
+    for block in str(error).split("\n\n"):
+        lines = block.splitlines()
+        if len(lines) >= 2 and lines[-1].startswith("at ") and lines[-1].endswith(f"({path.as_uri()})"):
+            number = lines[0].split("|", 1)[0].strip()
+            member = lines[-1][3:].split(" (", 1)[0].partition("#")[2]
+            return f"{error.headline} ({path}:{number}{f', {member}' if member else ''})"
+    return f"{error.headline} ({path})"
