@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from svc.forma.errors import FormaError
@@ -10,12 +9,12 @@ from svc.pkl.packages import SVC_DEPENDENCY, LocalPackage, available_packages
 from svc.pkl.projects import PklProjectError, resolve_if_stale
 
 MAIN_FORMA = """\
-/// A forma: the stacks, targets and resources svc manages. Evaluate it with `svc eval main.pkl`.
+/// A forma: the stacks, targets and resources svc manages. `svc eval main.pkl` shows what `svc apply main.pkl` sends.
 extends "@svc/forma.pkl"
 
 import "@svc/svc.pkl"
 {plugin_imports}
-/// CLI properties: each member is a flag (`svc eval main.pkl --name demo`).
+/// CLI properties: each member is a flag (`svc apply main.pkl --name demo`).
 properties: Props
 
 class Props {{
@@ -28,27 +27,39 @@ forma {{
     label = "\\(properties.name)-stack"
     description = "Stack for my resources"
   }}
-}}
+{resources}}}
+"""
+
+# With the LOCAL plugin installed, the first forma manages a file, so that it applies as written on an agent that
+# runs LOCAL (the quick start's); the agent refuses a stack without resources.
+LOCAL_RESOURCES = """\
+  // A file under the agent's home, through the LOCAL plugin: replace it with your own resources.
+  new svc.Target {{ label = "home"; config = new lcl.Config {{ root = "~/svc-\\(properties.name)" }} }}
+  new fs.File {{ label = "readme"; path = "README.txt"; content = "Managed by svc: \\(properties.name)\\n" }}
+"""
+NO_RESOURCES = "  // Add resources here (svc refuses to apply a stack without any).\n"
+
+
+PROJECT_FILE = """\
+/// The project of these formas. svc supplies `@svc` and the packages of the plugins installed with it
+/// ({names}) wherever it runs, so nothing here names a path on this machine: commit this file.
+/// Add what else the formas import under `dependencies` (another project by a relative path, a published package).
+amends "pkl:Project"
 """
 
 
 def project_file_text(packages: list[LocalPackage]) -> str:
-    lines = [
-        "/// The packages this project's formas import, all local (installed with svc and its plugins).",
-        'amends "pkl:Project"',
-        "",
-        "dependencies {",
-        *(f"  [{json.dumps(p.name)}] = import({json.dumps(str(p.project_file))})" for p in packages),
-        "}",
-        "",
-    ]
-    return "\n".join(lines)
+    return PROJECT_FILE.format(names=", ".join(f"@{p.name}" for p in packages if p.name != SVC_DEPENDENCY) or "none")
 
 
 def main_forma_text(packages: list[LocalPackage]) -> str:
-    imports = "".join(f'// import "@{p.name}/…"  (the {p.name.upper()} plugin\'s resource types)\n'
-                      for p in packages if p.name != SVC_DEPENDENCY)
-    return MAIN_FORMA.format(plugin_imports=imports)
+    names = [p.name for p in packages if p.name != SVC_DEPENDENCY]
+    imports = "".join(f'// import "@{name}/…"  (the {name.upper()} plugin\'s resource types)\n'
+                      for name in names if name != "local")
+    if "local" not in names:
+        return MAIN_FORMA.format(plugin_imports=imports, resources=NO_RESOURCES)
+    imports = 'import "@local/local.pkl" as lcl  // `local` is a Pkl keyword\nimport "@local/fs.pkl"\n' + imports
+    return MAIN_FORMA.format(plugin_imports=imports, resources=LOCAL_RESOURCES.format())
 
 
 def init_project(directory: Path, *, overwrite: bool = False) -> list[Path]:

@@ -87,19 +87,20 @@ def available_packages() -> list[LocalPackage]:
 
 
 class FileReader:
-    """Reads ``file:`` modules from disk, and serves the deps file of the root project."""
+    """Reads ``file:`` modules from disk, and serves one project's deps file (the root project's by default)."""
 
     scheme = "file"
     is_hierarchical = True
     is_globbable = True
     is_local = True
 
-    def __init__(self, deps_json: str) -> None:
+    def __init__(self, deps_json: str, deps_path: str = _ROOT_DEPS) -> None:
         self._deps_json = deps_json
+        self._deps_path = deps_path
 
     def read(self, uri: str) -> str:
         path = unquote(urlparse(uri).path)
-        if path == _ROOT_DEPS:
+        if path == self._deps_path:
             return self._deps_json
         try:
             return Path(path).read_text(encoding="utf-8")
@@ -126,14 +127,14 @@ def implicit_environment(packages: list[LocalPackage] | None = None) -> PackageE
     (by default :func:`available_packages`) importable by name."""
     packages = available_packages() if packages is None else packages
     svc = next((p for p in packages if p.name == SVC_DEPENDENCY), None)
-    deps = {
-        "schemaVersion": 1,
-        "resolvedDependencies": {
-            p.canonical_uri: {"type": "local", "uri": "project" + p.uri, "path": str(p.directory)} for p in packages
-        },
-    }
+    deps = {"schemaVersion": 1, "resolvedDependencies": resolved_dependencies(packages)}
     project = {
         "projectFileUri": _ROOT_PROJECT,
         "dependencies": {p.name: p.declaration(svc) for p in packages},
     }
     return PackageEnvironment(project, (FileReader(json.dumps(deps)),))
+
+
+def resolved_dependencies(packages: list[LocalPackage]) -> dict[str, Any]:
+    """``packages`` as the entries of a ``PklProject.deps.json``."""
+    return {p.canonical_uri: {"type": "local", "uri": "project" + p.uri, "path": str(p.directory)} for p in packages}

@@ -3,8 +3,10 @@
 With a ``PklProject`` (found in the module's directory or above), that project is used as Pkl
 would use it: ``pkl project resolve`` runs first when ``PklProject.deps.json`` is missing or older
 than ``PklProject``. Plugin schema packages it depends on locally get ``@svc`` from the project's
-own ``svc`` dependency (they do not declare one). Without a ``PklProject``, every installed
-package is supplied (:func:`svc.pkl.packages.implicit_environment`).
+own ``svc`` dependency (they do not declare one). ``@svc`` and the installed plugins' packages that the
+project does not declare are supplied as without a project, so a ``PklProject`` names no path into svc's
+installation and a team can commit it. Without a ``PklProject``, every installed package is supplied
+(:func:`svc.pkl.packages.implicit_environment`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from svc.pkl.binary import find_pkl
-from svc.pkl.packages import SVC_DEPENDENCY, PackageEnvironment, implicit_environment
+from svc.pkl.packages import (
+    SVC_DEPENDENCY,
+    FileReader,
+    PackageEnvironment,
+    available_packages,
+    implicit_environment,
+    resolved_dependencies,
+)
 from svc.pkl.readers import bundled_modules
 from svc.pkl.server import EvaluationRequest, PklError, shared_server
 
@@ -74,7 +83,19 @@ def _with_svc(dependencies: dict[str, Any], svc: dict[str, Any]) -> None:
 def project_environment(project_file: Path) -> PackageEnvironment:
     resolve_if_stale(project_file)
     project = describe_project(project_file)
-    svc = project["dependencies"].get(SVC_DEPENDENCY)
+    declared = project["dependencies"]
+    supplied = [p for p in available_packages() if p.name not in declared]
+    svc_supplied = next((p for p in supplied if p.name == SVC_DEPENDENCY), None)
+    svc = declared.get(SVC_DEPENDENCY) or (svc_supplied.declaration() if svc_supplied else None)
+    for package in supplied:
+        declared[package.name] = package.declaration(svc_supplied)
     if svc is not None:
-        _with_svc(project["dependencies"], svc)
-    return PackageEnvironment(project)
+        _with_svc(declared, svc)
+    if not supplied:
+        return PackageEnvironment(project)
+    # Pkl resolves dependency notation through the deps file beside the project: serve the resolved one with the
+    # supplied packages added (nothing is written next to the user's files).
+    deps_file = project_file.resolve().with_name("PklProject.deps.json")
+    deps = json.loads(deps_file.read_text(encoding="utf-8"))
+    deps.setdefault("resolvedDependencies", {}).update(resolved_dependencies(supplied))
+    return PackageEnvironment(project, (FileReader(json.dumps(deps), str(deps_file)),))
