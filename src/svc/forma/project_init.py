@@ -34,7 +34,10 @@ forma {{
 # runs LOCAL (the quick start's); the agent refuses a stack without resources.
 LOCAL_RESOURCES = """\
   // A file under the agent's home, through the LOCAL plugin: replace it with your own resources.
-  new svc.Target {{ label = "home"; config = new lcl.Config {{ root = "~/svc-\\(properties.name)" }} }}
+  new svc.Target {{
+    label = "\\(properties.name)-home"
+    config = new lcl.Config {{ root = "~/svc-\\(properties.name)" }}
+  }}
   new fs.File {{ label = "readme"; path = "README.txt"; content = "Managed by svc: \\(properties.name)\\n" }}
 """
 NO_RESOURCES = "  // Add resources here (svc refuses to apply a stack without any).\n"
