@@ -272,8 +272,6 @@ def test_project_init_writes_a_project_that_evaluates_offline(workdir: Path) -> 
 
 def test_a_project_forma_uses_plugin_packages_and_is_resolved_when_stale(workdir: Path) -> None:
     assert run_svc("project", "init", "proj").returncode == 0
-    (workdir / "proj").rename(workdir / "moved")  # a clone elsewhere: the project holds no path to break
-    (workdir / "moved").rename(workdir / "proj")
     deps = workdir / "proj" / "PklProject.deps.json"
     deps.unlink()
     write_forma(workdir / "proj", '  new vpc.Vpc { label = "net"; cidrBlock = "10.0.0.0/16" }\n', "infra.pkl")
