@@ -85,8 +85,8 @@ def _check(path: Path) -> None:
     try:
         evaluate_forma(path)
     except FormaError as exc:
-        raise CliError(f"wrote {path}, but it does not evaluate (if it is inside a Pkl project, that project "
-                       f"must depend on every plugin it imports): {exc}") from exc
+        raise CliError(f"wrote {path}, but it does not evaluate (if it is inside a Pkl project, check that project's "
+                       f"dependencies): {exc}") from exc
 
 
 def _summary(path: Path, extraction: Extraction) -> dict[str, Any]:
