@@ -64,9 +64,8 @@ def test_every_deploy_file_is_a_valid_request_of_its_operation() -> None:
         assert not report.has_errors(), f"{name}: {report.generate_report()}"
 
 
-def test_every_placeholder_is_explained_in_the_readme() -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Deployment"):]
+def test_every_placeholder_is_explained_in_the_deployment_page() -> None:
+    section = (REPO / "docs" / "deployment.md").read_text()
     used = {match for path in DEPLOY.rglob("*") if path.is_file() for match in PLACEHOLDER.findall(path.read_text())}
     assert used, "no placeholders found"
     assert sorted(name for name in used if f"`{name}`" not in section) == []
@@ -99,7 +98,7 @@ def test_full_control_service() -> None:
     assert service["desiredCount"] == 1
     assert service["taskDefinition"] == load_deploy_json("ecs/task-definition.json")["family"]
     network = service["networkConfiguration"]["awsvpcConfiguration"]
-    assert network["subnets"] == ["<PRIVATE_SUBNET_A>", "<PRIVATE_SUBNET_B>"]  # two zones (README table)
+    assert network["subnets"] == ["<PRIVATE_SUBNET_A>", "<PRIVATE_SUBNET_B>"]  # two zones (docs/deployment.md table)
     assert network["assignPublicIp"] == "DISABLED"
     assert network["securityGroups"] == ["<AGENT_SECURITY_GROUP>"]
     deployment = service["deploymentConfiguration"]
@@ -264,6 +263,6 @@ def test_the_full_control_task_runs_the_image_that_holds_the_ca_bundle_its_confi
     # The variant adds that very file, and its documented build tags the image as the task definition names it.
     assert re.search(rf"^ADD \S+ {re.escape(bundle)}$", variant, re.MULTILINE)
     build = re.compile(r"docker build -f deploy/Dockerfile\.rds-ca .*-t svc:(\S+) \.")
-    for documented in (variant, (REPO / "README.md").read_text()):
+    for documented in (variant, (REPO / "docs" / "deployment.md").read_text()):
         [tag] = build.findall(documented)
         assert image_tag(container["image"]) == tag

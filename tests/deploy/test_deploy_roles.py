@@ -1,4 +1,4 @@
-"""The roles and policies under deploy/iam/: created on moto's IAM by the README's own commands, each request
+"""The roles and policies under deploy/iam/: created on moto's IAM by the deployment page's own commands, each request
 checked against botocore's model first, then read back from moto to see that every role each shape names
 exists and can do what the shape needs (and nothing that lets the agent change its own permissions)."""
 
@@ -47,10 +47,10 @@ def fill_text(text: str) -> str:
     return PLACEHOLDER.sub(lambda match: VALUES[match.group(0)[1:-1]], text)
 
 
-def readme_iam_commands() -> list[str]:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Deployment"):]
-    return [line for line in section.splitlines() if line.startswith("aws iam ")]
+def documented_iam_commands() -> list[str]:
+    """The ``aws iam`` commands docs/deployment.md tells an operator to run."""
+    page = (REPO / "docs" / "deployment.md").read_text()
+    return [line for line in page.splitlines() if line.startswith("aws iam ")]
 
 
 def request(command: str) -> tuple[str, dict[str, Any]]:
@@ -75,7 +75,7 @@ def iam(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         with moto_server(tmp_path_factory.mktemp("moto") / "moto.log", {"MOTO_IAM_LOAD_MANAGED_POLICIES": "true"}) as url:
             client = boto3.client("iam", region_name=REGION, endpoint_url=url,
                                   aws_access_key_id="testing", aws_secret_access_key="testing")
-            for command in readme_iam_commands():
+            for command in documented_iam_commands():
                 operation, parameters = request(command)
                 shape = client.meta.service_model.operation_model(operation).input_shape
                 report = ParamValidator().validate(parameters, shape)
@@ -154,7 +154,7 @@ def injected_secrets(files: list[str]) -> set[str]:
 
 
 def test_every_file_under_deploy_iam_is_used_by_the_readme_commands() -> None:
-    used = {match for command in readme_iam_commands() for match in re.findall(r"file://(\S+)", command)}
+    used = {match for command in documented_iam_commands() for match in re.findall(r"file://(\S+)", command)}
     assert used == {str(path.relative_to(REPO)) for path in (DEPLOY / "iam").rglob("*.json")}
 
 

@@ -83,7 +83,7 @@ def apply_full_control(aws: Aws, stable: bool = True) -> dict[str, str]:
     values["DISCOVERY_SERVICE_ARN"] = discovery.create_service(
         **fill(load_deploy_json("ecs/discovery-service.json"), values))["Service"]["Arn"]
     service = fill(load_deploy_json("ecs/service.json"), values)
-    aws.ecs.create_cluster(clusterName=service["cluster"],  # tagged as the README's command does
+    aws.ecs.create_cluster(clusterName=service["cluster"],  # tagged as docs/deployment.md's command does
                            tags=[{"key": values["TAG_KEY"], "value": values["TAG_VALUE"]}])
     aws.ecs.register_task_definition(**fill(load_deploy_json("ecs/task-definition.json"), values))
     aws.ecs.create_service(**service)
