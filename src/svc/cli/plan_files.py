@@ -19,9 +19,9 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 
 from svc import __version__
 from svc.cli.errors import CliError
@@ -46,9 +46,25 @@ class SavedPlan:
         return f"svc plan --mode {self.mode}{' --force' if self.force else ''} {self.source}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"Format": FORMAT, "CreatedAt": self.created_at or datetime.now(UTC).isoformat(timespec="seconds"),
-                "SvcVersion": self.svc_version, "Source": self.source, "Command": "apply", "Mode": self.mode,
-                "Force": self.force, "Plan": self.plan.to_json(), "Forma": self.forma}
+        return _PlanFile(CreatedAt=self.created_at or datetime.now(UTC).isoformat(timespec="seconds"),
+                         SvcVersion=self.svc_version, Source=self.source, Mode=self.mode,  # type: ignore[arg-type]
+                         Force=self.force, Plan=self.plan, Forma=self.forma).model_dump(mode="json", exclude_none=True)
+
+
+class _PlanFile(BaseModel):
+    """The file's shape; reading it validates every field at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    Format: Literal["svc-plan/1"] = FORMAT
+    CreatedAt: str = ""
+    SvcVersion: str = ""
+    Source: str
+    Command: Literal["apply"] = "apply"
+    Mode: Literal["reconcile", "patch"]
+    Force: StrictBool
+    Plan: SimulationView
+    Forma: dict[str, Any]
 
 
 def is_saved_plan(path: Path) -> bool:
@@ -91,27 +107,26 @@ def read_plan(path: Path) -> SavedPlan:
         document = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         document = None
-    if not isinstance(document, dict) or document.get("Format") != FORMAT:
-        found = document.get("Format") if isinstance(document, dict) else None
+    found = _format_of(document)
+    if found != FORMAT:
         what = f"a plan of another format ({found!r}; this svc reads {FORMAT})" if isinstance(found, str) else \
             "not a plan that svc plan -o wrote"
         raise CliError(f"{path} is {what}; svc apply takes a forma (.pkl) or a saved plan; {_HOW}")
     try:
-        return _saved(document)
-    except (KeyError, TypeError, ValueError, ValidationError) as error:
-        reason = f"{error.error_count()} invalid field(s)" if isinstance(error, ValidationError) else \
-            f"a missing or invalid field ({error})"
-        raise CliError(f"the plan {path} is damaged ({reason}); {_HOW}") from None
+        saved = _PlanFile.model_validate(document)
+    except ValidationError as error:
+        raise CliError(f"the plan {path} is damaged ({error.error_count()} invalid field(s)); {_HOW}") from None
+    if saved.Plan.Fingerprint is None:
+        raise CliError(f"the plan {path} is damaged (it has no fingerprint); {_HOW}")
+    return SavedPlan(source=saved.Source, mode=saved.Mode, force=saved.Force, plan=saved.Plan, forma=saved.Forma,
+                     created_at=saved.CreatedAt, svc_version=saved.SvcVersion)
 
 
-def _saved(document: dict[str, Any]) -> SavedPlan:
-    mode, force, forma, source = document["Mode"], document["Force"], document["Forma"], document["Source"]
-    if document.get("Command") != "apply" or mode not in ("reconcile", "patch") or not isinstance(force, bool):
-        raise ValueError("Command, Mode or Force")
-    if not isinstance(forma, dict) or not isinstance(source, str):
-        raise ValueError("Forma or Source")
-    plan = SimulationView.model_validate(document["Plan"])
-    if plan.Fingerprint is None:
-        raise ValueError("Plan.Fingerprint")
-    return SavedPlan(source=source, mode=mode, force=force, plan=plan, forma=forma,
-                     created_at=str(document.get("CreatedAt") or ""), svc_version=str(document.get("SvcVersion")))
+def _format_of(document: Any) -> Any:
+    """The ``Format`` a JSON document names, if it is an object that names one."""
+    return _Format.model_validate(document).Format if isinstance(document, dict) else None
+
+
+class _Format(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    Format: Any = None

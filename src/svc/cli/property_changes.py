@@ -148,10 +148,7 @@ def patch_changes(patch: list[dict[str, Any]] | None, old: dict[str, Any] | None
     for op in patch or []:
         path = op.get("path", "")
         found, before = pointer_value(old or {}, path)
-        fields: dict[str, Any] = {"Path": path or "/"}
-        if found:
-            fields["Old"] = before
-        if op.get("op") != "remove":
-            fields["New"] = op.get("value")
-        changes.append(DriftChange(**fields))
+        was = {"Old": before} if found else {}  # absent, not null: the path had no value
+        becomes = {} if op.get("op") == "remove" else {"New": op.get("value")}
+        changes.append(DriftChange(Path=path or "/", **was, **becomes))
     return changes
