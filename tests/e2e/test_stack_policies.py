@@ -185,8 +185,8 @@ def test_a_shared_policy_is_planned_attached_listed_and_detached(world: World) -
                        shared + item("s9", "x", "sharing"))
     plan = world.svc("apply", "--mode", "reconcile", str(path), "--simulate")
     rows = [" ".join(line.split()) for line in plan.stdout.splitlines()]
-    assert "+ create policy ttl long TTLSeconds 86400, OnDependents cascade" in rows, plan.stdout
-    assert "+ attach policy ttl long sharing" in rows, plan.stdout
+    assert "+ create policy ttl long: TTLSeconds 86400, OnDependents cascade" in rows, plan.stdout
+    assert "+ attach policy ttl long (stack sharing)" in rows, plan.stdout
     command = applied(world, path)
     assert [(u["PolicyLabel"], u["Operation"], u.get("StackLabel")) for u in command["PolicyUpdates"]] == [
         ("long", "create", None), ("long", "attach", "sharing")]
