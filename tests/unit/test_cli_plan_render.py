@@ -84,6 +84,13 @@ def test_a_multi_line_value_added_or_removed_is_a_diff_from_or_to_nothing() -> N
         "/Script:", "  @@ -1,2 +0,0 @@", "  -a", "  -b"]
 
 
+def test_one_line_ending_in_a_newline_is_one_value_and_a_diff_needs_more_lines_on_a_side() -> None:
+    assert change_lines([DriftChange(Path="/Content", Old="teal\n", New="red\n")]) == [
+        '/Content: "teal\\n" → "red\\n"']
+    assert change_lines([DriftChange(Path="/Content", Old="a\nb\n", New="c\n")]) == [
+        "/Content:", "  @@ -1,2 +1 @@", "  -a", "  -b", "  +c"]
+
+
 def test_values_of_a_create_are_listed_leaf_by_leaf_and_envelopes_show_their_value() -> None:
     assert value_lines({"A": {"$value": "x", "$visibility": "Clear"}, "B": [], "C": {"D": [1, {"E": None}]}}) == [
         '/A: "x"', "/B: []", "/C/D/0: 1", "/C/D/1/E: null"]

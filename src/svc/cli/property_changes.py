@@ -56,12 +56,19 @@ def shown(value: Any, max_value: int | None = None) -> str:
     return text if max_value is None or len(text) <= max_value else text[:max_value - 1] + "…"
 
 
-def _multi_line(value: Any) -> str | None:
-    """The text of a value that is a multi-line string (not a secret), else None."""
+def _text(value: Any) -> str | None:
+    """The text of a value that is a plain string (not a secret, a reference or an unknown), else None."""
     if is_secret(value):
         return None
     value = _plain(value)
-    return value if isinstance(value, str) and "\n" in value and value != UNKNOWN else None
+    return value if isinstance(value, str) and value != UNKNOWN else None
+
+
+def _multi_line(value: Any) -> str | None:
+    """The text of a multi-line string, else None: one line ending in a newline (a typical one-line file) reads
+    better as ``"old" → "new"`` than as a diff."""
+    text = _text(value)
+    return text if text is not None and "\n" in text.removesuffix("\n") else None
 
 
 def change_lines(changes: list[DriftChange] | None, *, max_fields: int | None = MAX_FIELDS,
@@ -73,10 +80,10 @@ def change_lines(changes: list[DriftChange] | None, *, max_fields: int | None = 
     for change in listed if max_fields is None else listed[:max_fields]:
         given = change.model_fields_set
         old, new = (change.Old if "Old" in given else None), (change.New if "New" in given else None)
-        old_text = _multi_line(old) if "Old" in given else ""
-        new_text = _multi_line(new) if "New" in given else ""
+        old_text = _text(old) if "Old" in given else ""
+        new_text = _text(new) if "New" in given else ""
         path = change.Path or "/"
-        if old_text is not None and new_text is not None and (old_text or new_text):
+        if old_text is not None and new_text is not None and (_multi_line(old_text) or _multi_line(new_text)):
             lines.append(f"{path}:")
             lines.extend(INDENT + line for line in _unified(old_text, new_text))
             continue
