@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from svc.cli.lazy import fully_loaded
 from svc.cli.main import app
 from svc.cli.reference import DEFAULT_PAGE, REGENERATE, render
 
@@ -23,5 +24,5 @@ def test_every_visible_command_has_a_section() -> None:
                 found += names(sub, f"{path} {name}")
         return found
 
-    for name in names(typer.main.get_command(app), "svc"):
+    for name in names(fully_loaded(typer.main.get_command(app)), "svc"):
         assert f"# `{name}`\n" in page, name

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from svc.cli.client import connect
+from svc.cli.command_commands import status_command
 from svc.cli.common import ConfigOption
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.config import load_cli_config
@@ -88,3 +89,7 @@ def status_agent(
 ) -> None:
     """Check connectivity to the agent, and print its version and stats."""
     show_agent_status(config, output_consumer, output_schema)
+
+
+# `svc status command` is the old name of `svc command status`, kept (deprecated) in this group.
+status_app.command("command", deprecated=True)(status_command)

@@ -9,22 +9,130 @@ from typing import Annotated
 import typer
 
 from svc import __version__
-from svc.agent import AgentError
-from svc.cli.agent_commands import agent_app, status_app
-from svc.cli.apply_commands import apply_command, destroy_command
-from svc.cli.command_commands import cancel_command, command_app, status_command
-from svc.cli.deploy_commands import deploy_app
-from svc.cli.drift_commands import drift_command, reconcile_command
-from svc.cli.errors import CliError
-from svc.cli.extract_commands import extract_command
-from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand, eval_command, project_app
-from svc.cli.inventory_commands import inventory_app
-from svc.cli.job_commands import discover_command, sync_command, ttl_app
-from svc.cli.plan_commands import plan_command
-from svc.cli.plugin_commands import plugin_app
-from svc.cli.upgrade import upgrade
-from svc.config import ConfigError
-from svc.pkl import PklBinaryError, PklServerError
+from svc.cli.lazy import LazyCommand, lazy_group
+
+# Each command's module is imported only when that command runs (``svc.cli.lazy``): ``svc --version``, ``--help``
+# and the short commands start without the HTTP client, Pkl, the forma model or pip. The summaries are what
+# ``svc --help`` lists; ``tests/unit/test_cli_start.py`` checks them against the commands' own help.
+
+
+def _upgrade(app: typer.Typer) -> None:
+    from svc.cli.upgrade import upgrade
+
+    app.command("upgrade")(upgrade)
+
+
+def _eval(app: typer.Typer) -> None:
+    from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand, eval_command
+
+    app.command("eval", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(eval_command)
+
+
+def _plan(app: typer.Typer) -> None:
+    from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand
+    from svc.cli.plan_commands import plan_command
+
+    app.command("plan", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(plan_command)
+
+
+def _apply_and_destroy(app: typer.Typer) -> None:
+    from svc.cli.apply_commands import apply_command, destroy_command
+    from svc.cli.forma_commands import PROPERTY_FLAGS, FormaCommand
+
+    app.command("apply", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(apply_command)
+    app.command("destroy", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(destroy_command)
+
+
+def _command_and_cancel(app: typer.Typer) -> None:
+    from svc.cli.command_commands import cancel_command, command_app
+
+    app.command("cancel")(cancel_command)
+    app.add_typer(command_app, name="command")
+
+
+def _extract(app: typer.Typer) -> None:
+    from svc.cli.extract_commands import extract_command
+
+    app.command("extract")(extract_command)
+
+
+def _jobs(app: typer.Typer) -> None:
+    from svc.cli.job_commands import discover_command, sync_command, ttl_app
+
+    app.command("sync")(sync_command)
+    app.command("discover")(discover_command)
+    app.add_typer(ttl_app, name="ttl")
+
+
+def _drift_and_reconcile(app: typer.Typer) -> None:
+    from svc.cli.drift_commands import drift_command, reconcile_command
+
+    app.command("drift")(drift_command)
+    app.command("reconcile")(reconcile_command)
+
+
+def _agent_and_status(app: typer.Typer) -> None:
+    from svc.cli.agent_commands import agent_app, status_app
+
+    app.add_typer(agent_app, name="agent")
+    app.add_typer(status_app, name="status")
+
+
+def _deploy(app: typer.Typer) -> None:
+    from svc.cli.deploy_commands import deploy_app
+
+    app.add_typer(deploy_app, name="deploy")
+
+
+def _project(app: typer.Typer) -> None:
+    from svc.cli.forma_commands import project_app
+
+    app.add_typer(project_app, name="project")
+
+
+def _inventory(app: typer.Typer) -> None:
+    from svc.cli.inventory_commands import inventory_app
+
+    app.add_typer(inventory_app, name="inventory")
+
+
+def _plugin(app: typer.Typer) -> None:
+    from svc.cli.plugin_commands import plugin_app
+
+    app.add_typer(plugin_app, name="plugin")
+
+
+COMMANDS = {
+    "upgrade": LazyCommand("Install svc VERSION, and the plugins released with it, into this environment (the CLI "
+                           "must match the agent).", _upgrade),
+    "eval": LazyCommand("Evaluate a forma and print the forma JSON that apply would send; the forma's properties "
+                        "are flags.", _eval),
+    "plan": LazyCommand("Show what applying a forma would change (a diff of each resource's properties); change "
+                        "nothing.", _plan),
+    "apply": LazyCommand("Apply a forma: simulate, show the plan, confirm, then follow the changes until done. Given "
+                         "a saved plan\n(svc plan -o), apply exactly it, or nothing if the inventory moved since it "
+                         "was made.", _apply_and_destroy),
+    "destroy": LazyCommand("Destroy the resources of a forma, or those matching --query.", _apply_and_destroy),
+    "cancel": LazyCommand("Cancel in-progress commands: those matching --query, else this client's latest.",
+                          _command_and_cancel),
+    "extract": LazyCommand("Write the resources matching a query as a forma that applies with no changes.", _extract),
+    "sync": LazyCommand("Synchronize now and print the resources whose stored state changed outside svc.", _jobs),
+    "drift": LazyCommand("Show what changed outside svc since each stack's last reconcile, as old → new.",
+                         _drift_and_reconcile),
+    "discover": LazyCommand("Run discovery now and print the resources it found that are new.", _jobs),
+    "reconcile": LazyCommand("Run the stack's auto-reconcile now, reverting what changed outside svc, and follow it.",
+                             _drift_and_reconcile),
+    "agent": LazyCommand("Run and inspect the agent.", _agent_and_status),
+    "status": LazyCommand("Check the agent.", _agent_and_status),
+    "deploy": LazyCommand("Update or roll back the agent's container service (ECS; credentials from the standard AWS "
+                          "chain).", _deploy),
+    "project": LazyCommand("Create and manage Pkl projects of formas.", _project),
+    "command": LazyCommand("Follow the commands the agent runs.", _command_and_cancel),
+    "inventory": LazyCommand("What the agent manages and has discovered.", _inventory),
+    "plugin": LazyCommand("Resource plugins: list the installed ones; install, update, uninstall and search through "
+                          "the agent; init and test your own.", _plugin),
+    "ttl": LazyCommand("Stack TTL policies.", _jobs),
+}
 
 app = typer.Typer(
     name="svc",
@@ -32,27 +140,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=True,
+    cls=lazy_group(COMMANDS),
 )
-app.add_typer(agent_app, name="agent")
-app.add_typer(status_app, name="status")
-app.add_typer(deploy_app, name="deploy")
-app.command("upgrade")(upgrade)
-app.command("eval", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(eval_command)
-app.add_typer(project_app, name="project")
-app.command("plan", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(plan_command)
-app.command("apply", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(apply_command)
-app.command("destroy", cls=FormaCommand, context_settings=PROPERTY_FLAGS)(destroy_command)
-app.add_typer(command_app, name="command")
-status_app.command("command", deprecated=True)(status_command)
-app.command("cancel")(cancel_command)
-app.add_typer(inventory_app, name="inventory")
-app.command("extract")(extract_command)
-app.add_typer(plugin_app, name="plugin")
-app.command("sync")(sync_command)
-app.command("drift")(drift_command)
-app.command("discover")(discover_command)
-app.command("reconcile")(reconcile_command)
-app.add_typer(ttl_app, name="ttl")
 
 auth_app = typer.Typer(help="Authentication helpers.", no_args_is_help=True)
 app.add_typer(auth_app, name="auth")
@@ -87,7 +176,15 @@ def _root(
         os.environ["SVC_API_URL"] = api_url  # one way to override the address: the config loader reads it
 
 
-_USER_ERRORS = (CliError, ConfigError, AgentError, PklBinaryError, PklServerError)
+def _is_user_error(exc: Exception) -> bool:
+    """A failure the user fixes (bad input, config, agent answer, Pkl): printed as one line, no traceback. The
+    error classes are imported here, not at start: a command that raised one has imported its module already."""
+    from svc.agent import AgentError
+    from svc.cli.errors import CliError
+    from svc.config import ConfigError
+    from svc.pkl import PklBinaryError, PklServerError
+
+    return isinstance(exc, (CliError, ConfigError, AgentError, PklBinaryError, PklServerError))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,11 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         if (ctx := getattr(exc, "ctx", None)) is not None:
             typer.echo(f"Run '{ctx.command_path} --help' for usage.", err=True)
         return 1
-    except _USER_ERRORS as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if not _is_user_error(exc):
+            raise
+        typer.echo(f"Error: {exc}", err=True)
+        return 1
     return code if isinstance(code, int) else 0
 
 

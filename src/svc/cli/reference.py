@@ -14,6 +14,8 @@ from typing import Any
 
 import typer
 
+from svc.cli.lazy import fully_loaded
+
 REGENERATE = ".venv/bin/python -m svc.cli.reference"
 DEFAULT_PAGE = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
 
@@ -34,7 +36,7 @@ A failure is one `Error: …` line on stderr and exit code 1. A forma's own prop
 
 def render(app: typer.Typer) -> str:
     """The whole reference page as Markdown."""
-    root = typer.main.get_command(app)
+    root = fully_loaded(typer.main.get_command(app))
     sections = [HEADER]
     for path, command in _walk(root, ["svc"]):
         sections.append(_section(path, command, root))
