@@ -11,12 +11,14 @@ CLI's own version (the only one ``connect`` accepts) that is the document the ag
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from svc.cli.errors import CliError
-from svc.model.forma import Policy
+
+if TYPE_CHECKING:
+    from svc.model.forma import Policy
 
 Shape = TypeVar("Shape", bound=BaseModel)
 _LENIENT = "ignore"  # a newer agent's extra fields are none of this CLI's business
@@ -44,6 +46,8 @@ def decode_list(shape: type[Shape], body: bytes | str, answer: str) -> list[Shap
 def policy(document: dict[str, Any]) -> Policy:
     """A policy document inside an answer (a stack's ``Policies``, a standalone policy's ``Config``): the wire
     shapes keep them as JSON because the agent adds keys per policy type."""
+    from svc.model.forma import Policy  # the forma model loads only for the commands that show policies
+
     try:
         return Policy.model_validate(document, extra=_LENIENT)
     except ValidationError as exc:

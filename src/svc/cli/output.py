@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
-import yaml
 from rich.console import Console
 
 from svc.model.wire import Wire
@@ -44,6 +43,8 @@ def emit(data: Data, consumer: Consumer, schema: Schema, human: Callable[[Data],
     if schema is Schema.json:
         typer.echo(json.dumps(document, separators=(",", ":"), default=str))
     else:
+        import yaml  # only for --output-schema yaml
+
         typer.echo(yaml.safe_dump(document, indent=2, sort_keys=False, default_flow_style=False).rstrip("\n"))
 
 

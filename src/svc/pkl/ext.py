@@ -19,13 +19,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-import bcrypt
-import hcl2
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from hcl2.utils import SerializationOptions
-
 from svc.pkl.readers import PathElement
+
+# bcrypt, cryptography and python-hcl2 (with lark) are imported by the functions that use them: every Pkl
+# evaluation gets these readers, and most (the CLI's own config, a forma without libext: or tfvars:) read nothing
+# through them; importing the three cost a short CLI command a sixth of its start-up CPU.
 
 _Arguments = Mapping[str, str]
 
@@ -93,16 +91,21 @@ def _bcrypt_hash(arguments: _Arguments) -> str:
     encoded = password.encode()
     if len(encoded) > 72:
         raise ValueError("bcrypt hashes at most 72 bytes of a password; this one is longer")
+    import bcrypt
+
     return bcrypt.hashpw(encoded, bcrypt.gensalt()).decode()
 
 
-_CURVES: dict[str, Callable[[], ec.EllipticCurve]] = {"256": ec.SECP256R1, "384": ec.SECP384R1, "521": ec.SECP521R1}
+_CURVES = {"256": "SECP256R1", "384": "SECP384R1", "521": "SECP521R1"}  # classes of cryptography's ``ec``
 
 
 def _key_pair(arguments: _Arguments) -> dict[str, str]:
     """A new key pair in PEM. ``pkcs1``: RSA of ``bits`` (2048 by default), both keys PKCS #1; ``sec1``: EC on
     the P-``params`` curve (256 by default), the private key SEC 1; ``pkcs8``: EC when ``params`` is given, else
     RSA, the private key PKCS #8. Public keys other than PKCS #1 are SubjectPublicKeyInfo."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     encoding = arguments.get("encoding", "")
     curve = arguments.get("params") or ""
     if curve in ("", "null"):
@@ -112,7 +115,7 @@ def _key_pair(arguments: _Arguments) -> dict[str, str]:
     if encoding == "pkcs1" or (encoding == "pkcs8" and not curve):
         key: Any = rsa.generate_private_key(public_exponent=65537, key_size=_int(arguments, "bits", 2048, 2048, 8192))
     elif encoding in ("sec1", "pkcs8"):
-        key = ec.generate_private_key(_CURVES[curve or "256"]())
+        key = ec.generate_private_key(getattr(ec, _CURVES[curve or "256"])())
     else:
         raise ValueError(f"encoding must be pkcs1, pkcs8 or sec1, not {encoding!r}")
     private_format = (serialization.PrivateFormat.PKCS8 if encoding == "pkcs8"
@@ -152,8 +155,14 @@ class TfvarsReader:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise FileNotFoundError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        import hcl2
+        from hcl2.utils import SerializationOptions
+
+        # Strings keep their quotes (telling a literal from an expression), heredocs become plain strings.
+        options = SerializationOptions(with_comments=False, explicit_blocks=False, preserve_heredocs=False,
+                                       preserve_scientific_notation=False)
         try:
-            parsed = hcl2.loads(text, serialization_options=_HCL_OPTIONS)
+            parsed = hcl2.loads(text, serialization_options=options)
         except Exception as exc:  # the parser's own errors name the line and column
             raise ValueError(f"{path} is not valid HCL: {exc}") from exc
         return json.dumps(_literal(parsed, path, "")).encode()
@@ -162,9 +171,6 @@ class TfvarsReader:
         return []
 
 
-# Strings keep their quotes (telling a literal from an expression), heredocs become plain strings.
-_HCL_OPTIONS = SerializationOptions(with_comments=False, explicit_blocks=False, preserve_heredocs=False,
-                                    preserve_scientific_notation=False)
 _INTERPOLATION = re.compile(r"(?<![$%])[$%]\{")
 
 
