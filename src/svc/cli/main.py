@@ -207,7 +207,19 @@ def main(argv: list[str] | None = None) -> int:
             raise
         typer.echo(f"Error: {exc}", err=True)
         return 1
+    finally:
+        _stop_pkl_server()
     return code if isinstance(code, int) else 0
+
+
+def _stop_pkl_server() -> None:
+    """Ends the Pkl server a command started (to read the CLI config, to evaluate a forma) rather than leave it
+    to exit when it sees its stdin close: the command's cost then includes it, as measured by ``time`` and
+    ``bench/cli_start.py``, and no server outlives the CLI. Looked up, not imported: most commands never load
+    ``svc.pkl``."""
+    server = sys.modules.get("svc.pkl.server")
+    if server is not None:
+        server.stop_shared_server()
 
 
 def run() -> None:

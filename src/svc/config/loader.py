@@ -10,7 +10,9 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from svc.config.model import ApiConfig, SvcConfig
-from svc.pkl import EvaluationRequest, PklError, bundled_modules, evaluate_json, shared_server
+
+# svc.pkl (the Pkl server's client and svc's module readers) is imported by the functions that evaluate: a command
+# imports this module for the config's types and its errors, and `svc inventory --help` evaluates nothing.
 
 
 class ConfigError(Exception):
@@ -35,6 +37,8 @@ def load_config(path: Path) -> SvcConfig:
     """Evaluates ``path`` (which amends ``svc:/Config.pkl``) into a :class:`SvcConfig`."""
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
+    from svc.pkl import PklError, evaluate_json
+
     try:
         rendered = evaluate_json(path)
     except PklError as exc:
@@ -44,6 +48,8 @@ def load_config(path: Path) -> SvcConfig:
 
 def load_defaults() -> SvcConfig:
     """``svc:/Config.pkl`` itself: every default, nothing amended."""
+    from svc.pkl import EvaluationRequest, bundled_modules, shared_server
+
     request = EvaluationRequest(module_uri="svc:/Config.pkl", readers=[bundled_modules()])
     return _validated(json.loads(shared_server().evaluate(request)), "svc:/Config.pkl")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,8 +98,15 @@ class PluginConfigReader:
     is_globbable = False
     is_local = True
 
-    def __init__(self, configs: Mapping[str, Traversable]) -> None:
-        self._configs = dict(configs)
+    def __init__(self, configs: Mapping[str, Traversable] | None = None) -> None:
+        self._given = None if configs is None else dict(configs)
+
+    @functools.cached_property
+    def _configs(self) -> dict[str, Traversable]:
+        """``configs`` as given, or (None) the installed plugins', looked up when a module is first read: most
+        evaluations (the CLI's own config) read no ``plugins:`` module, and the lookup reads every installed
+        distribution's entry points."""
+        return installed_plugin_configs() if self._given is None else self._given
 
     def _lookup(self, namespace: str) -> Traversable:
         if namespace in self._configs:
@@ -126,4 +134,5 @@ def installed_plugin_configs() -> dict[str, Traversable]:
 
 
 def plugin_modules() -> PluginConfigReader:
-    return PluginConfigReader(installed_plugin_configs())
+    """The installed plugins' ``Config.pkl`` modules (found on first read)."""
+    return PluginConfigReader()

@@ -1,0 +1,21 @@
+"""``svc inventory`` and ``svc command list`` against a real agent import only what they need (issue 28 item 10):
+the CLI config is evaluated by Pkl, the answer read over HTTP and shown, without the agent's stack, the forma
+evaluator or the libraries of Pkl's libext:/tfvars: readers. The CPU figures are ``bench/cli_start.py``'s."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.cli_start import HEAVY, imported, loaded_modules
+from support.fake_world import World
+
+
+@pytest.mark.parametrize("args", [["inventory"], ["inventory", "--output-consumer", "machine"],
+                                  ["command", "list"], ["command", "list", "--output-consumer", "machine"]])
+def test_short_commands_import_no_heavy_module(world: World, args: list[str]) -> None:
+    world.apply(world.forma('new item.Item { label = "one"; value = "v" }\n'))
+
+    modules = loaded_modules(*args, "--config", str(world.agent.config))
+
+    assert {"httpx", "svc.config.loader", "svc.pkl.server"} <= modules  # it read the config and asked the agent
+    assert imported(modules, HEAVY) == []

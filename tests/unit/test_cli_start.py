@@ -1,0 +1,60 @@
+"""``svc --version`` and ``svc --help`` start without importing what no command of theirs needs (issue 28 item 10;
+the CPU figures are ``bench/cli_start.py``'s), and the lazy command list says what the commands say.
+
+Each check runs the real CLI entry in a fresh interpreter and reads the modules it imported; the e2e twin
+(``tests/e2e/test_cli_start.py``) does the same for ``svc inventory`` and ``svc command list`` against an agent.
+"""
+
+from __future__ import annotations
+
+import pytest
+import typer
+
+from support.cli_start import HEAVY, imported, loaded_modules
+from svc.cli.lazy import fully_loaded
+from svc.cli.main import COMMANDS, app
+
+# For --version and --help, the CLI's client side too.
+CLIENT_SIDE = ("httpx", "httpcore", "pydantic", "msgpack", "svc.config", "svc.pkl", "svc.model", "svc.cli.client",
+               "svc.cli.agent_api")
+ENV = {"PATH": "/usr/bin:/bin"}  # no config, no agent: --help and --version need neither
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["inventory", "--help"], ["command", "--help"]])
+def test_version_and_help_import_no_client_and_no_heavy_module(args: list[str]) -> None:
+    modules = loaded_modules(*args, env=ENV)
+
+    assert "typer" in modules  # the probe ran the CLI
+    assert imported(modules, HEAVY) == []
+    if args[0].startswith("--"):
+        assert imported(modules, CLIENT_SIDE) == []
+
+
+def test_only_the_command_that_runs_is_imported() -> None:
+    modules = loaded_modules("inventory", "--help", env=ENV)
+
+    assert "svc.cli.inventory_commands" in modules
+    assert imported(modules, ("svc.cli.apply_commands", "svc.cli.plugin_commands", "svc.cli.upgrade",
+                              "svc.cli.extract_commands", "svc.cli.deploy_commands")) == []
+
+
+def test_the_listed_summaries_are_the_commands_own() -> None:
+    """``svc --help`` lists the lazy commands by their registered summaries: each is the first paragraph of the
+    loaded command's help, as Typer would list it."""
+    root = fully_loaded(typer.main.get_command(app))
+
+    for name, lazy in COMMANDS.items():
+        assert lazy.summary == root.commands[name].help.split("\n\n")[0].strip(), name
+
+
+def test_help_lists_the_same_commands_loaded_or_not(capsys: pytest.CaptureFixture[str]) -> None:
+    def help_text(command: typer.core.TyperGroup) -> str:
+        with pytest.raises(SystemExit):
+            command.main(["--help"], prog_name="svc")
+        return capsys.readouterr().out
+
+    lazy = help_text(typer.main.get_command(app))
+    loaded = help_text(fully_loaded(typer.main.get_command(app)))
+
+    assert lazy == loaded
+    assert "inventory" in lazy and "What the agent manages" in lazy
