@@ -53,7 +53,8 @@ def apply(world: World, path: Path) -> dict[str, Any]:
     """Applies ``path`` without ``--mode`` (reconcile by default) and returns the finished command."""
     result = world.svc("apply", str(path), "--yes", "--wait", *MACHINE)
     assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(result.stdout)
+    [command] = json.loads(result.stdout)["Commands"]
+    return command
 
 
 def native_id(world: World, label: str) -> str:
@@ -138,7 +139,7 @@ def test_reconcile_reverts_a_stacks_drift(world: World) -> None:
 
     world.cloud.set_property(g1, "Value", "drifted again")
     ok(world, "sync")
-    final = json.loads(ok(world, "reconcile", "guarded", *MACHINE).stdout)
+    [final] = json.loads(ok(world, "reconcile", "guarded", *MACHINE).stdout)["Commands"]
     assert (final["Command"], final["Mode"], final["State"]) == ("apply", "reconcile", "Success")
     assert world.cloud.get(g1)["properties"]["Value"] == "desired"
 

@@ -100,7 +100,7 @@ def test_a_saved_plan_is_applied_exactly_and_never_holds_a_secret_in_clear(world
 
     applied = world.svc("apply", str(saved), "--yes", "--wait", "--output-consumer", "machine")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    command = json.loads(applied.stdout)
+    [command] = json.loads(applied.stdout)["Commands"]  # as svc command status ID prints it
     assert command["State"] == "Success"
     assert sorted((u["ResourceLabel"], u["Operation"]) for u in command["ResourceUpdates"]) == planned
     assert len(world.cloud.calls()) > calls

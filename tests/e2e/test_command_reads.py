@@ -42,7 +42,8 @@ class History:
 
 def command_id(result) -> str:  # type: ignore[no-untyped-def]
     assert result.returncode in (0, 1), result.stderr
-    return json.loads(result.stdout)["CommandId"]
+    [command] = json.loads(result.stdout)["Commands"]
+    return command["CommandId"]
 
 
 @pytest.fixture(scope="module")

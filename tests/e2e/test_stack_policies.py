@@ -58,7 +58,8 @@ def applied(world: World, path: Path) -> dict[str, Any]:
     """Applies ``path`` (reconcile) and returns the finished command."""
     result = world.svc("apply", "--mode", "reconcile", str(path), "--yes", "--wait", "--output-consumer", "machine")
     assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(result.stdout)
+    [command] = json.loads(result.stdout)["Commands"]
+    return command
 
 
 def eventually(check: Callable[[], Any], what: str, timeout: float = 30) -> Any:

@@ -6,7 +6,7 @@ shown plan's fingerprint, so the agent runs exactly that plan or refuses (``Plan
 in between. Machine mode asks nothing: without ``--yes`` (or ``--simulate``) it refuses before anything is sent,
 like human mode without a terminal. Otherwise it submits once and prints one document: the simulation,
 ``{"CommandId": …}`` (null when nothing needed to change and no command was stored), or with ``--wait`` the
-finished command.
+finished command as ``svc command status ID`` prints it (``{"Commands": [the command]}``).
 
 ``svc apply PLANFILE`` applies a plan ``svc plan -o`` saved (``svc.cli.plan_files``): exactly it, or nothing.
 """
@@ -34,7 +34,7 @@ from svc.cli.plan_files import SavedPlan, is_saved_plan, read_plan
 from svc.cli.plan_render import render_plan, summary_line
 from svc.cli.watch import follow_to_outcome, wait_quietly
 from svc.config import load_cli_config
-from svc.model.wire import SubmitCommandResponse
+from svc.model.wire import ListCommandStatusResponse, SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
 SimulateOption = Annotated[bool, typer.Option("--simulate", help="Show what would change; change nothing.")]
@@ -174,7 +174,7 @@ def _machine(client: AgentClient, submission: Submission, schema: Schema) -> int
         emit({"CommandId": response.CommandId or None}, Consumer.machine, schema, print)
         return 0
     final = wait_quietly(client, response.CommandId)
-    emit(final, Consumer.machine, schema, print)
+    emit(ListCommandStatusResponse(Commands=[final]), Consumer.machine, schema, print)
     return 0 if final.State == "Success" else 1
 
 

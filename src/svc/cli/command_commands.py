@@ -144,7 +144,7 @@ def cancel_command(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask to confirm --force.")] = False,
     config: ConfigOption = None,
     output_consumer: ConsumerOption = Consumer.human,
-    output_schema: SchemaOption = Schema.yaml,
+    output_schema: SchemaOption = Schema.json,
 ) -> None:
     """Cancel in-progress commands: those matching --query, else this client's latest."""
     if force and not yes:

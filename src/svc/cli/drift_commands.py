@@ -15,7 +15,13 @@ from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.watch import follow_to_outcome, wait_quietly
 from svc.config import load_cli_config
-from svc.model.wire import DriftedResource, ReconcileRejectedData, StackDriftView, StackView
+from svc.model.wire import (
+    DriftedResource,
+    ListCommandStatusResponse,
+    ReconcileRejectedData,
+    StackDriftView,
+    StackView,
+)
 
 StackOption = Annotated[str | None, typer.Option("--stack", help="Only this stack (default: every stack).")]
 NoWaitOption = Annotated[bool, typer.Option("--no-wait", help="Print the command's id and return at once.")]
@@ -76,8 +82,8 @@ def reconcile_command(
 ) -> None:
     """Run the stack's auto-reconcile now, reverting what changed outside svc, and follow it.
 
-    It re-applies the stack's last reconcile. Machine output: the finished command, or {"CommandId": …} with
-    --no-wait (null: no drift)."""
+    It re-applies the stack's last reconcile. Machine output: the finished command as `svc command status ID`
+    prints it ({"Commands": [the command]}), or {"CommandId": …} with --no-wait (null: no drift)."""
     client, _ = connect(load_cli_config(config).cli)
     with client:
         command_id = agent_api.reconcile_stack(client, stack)
@@ -91,7 +97,7 @@ def _follow(client: AgentClient, stack: str, command_id: str | None, no_wait: bo
             emit({"CommandId": command_id}, consumer, schema, print)
             return 0
         final = wait_quietly(client, command_id)
-        emit(final, consumer, schema, print)
+        emit(ListCommandStatusResponse(Commands=[final]), consumer, schema, print)
         return 0 if final.State == "Success" else 1
     if command_id is None:
         console.print(f"No drift in stack {stack}: nothing to reconcile.", highlight=False)

@@ -63,9 +63,11 @@ def _show(rows: list[Row], limit: int, noun: str, render: Callable[[list[Row]], 
 
 def _list(rows: list[Row], limit: int, noun: str, render: Callable[[list[Row]], Table], consumer: Consumer,
           schema: Schema) -> None:
-    """Machine output: the rows as the agent gave them; human: ``_show``."""
+    """Machine output: ``{"Stacks": [the rows as the agent gave them]}`` (``Targets``, ``Policies``): the key the
+    forma of ``svc inventory resources`` holds them under, as ``svc command list`` holds ``Commands``; human:
+    ``_show``."""
     if consumer is Consumer.machine:
-        emit(rows, consumer, schema, print)
+        emit({noun.capitalize(): rows}, consumer, schema, print)
     else:
         _show(rows, limit, noun, render)
 

@@ -53,4 +53,6 @@ def _document(data: Any) -> Any:
         return data.to_json()
     if isinstance(data, list):
         return [_document(item) for item in data]
+    if isinstance(data, dict):
+        return {key: _document(value) for key, value in data.items()}
     return data
