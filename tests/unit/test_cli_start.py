@@ -2,7 +2,7 @@
 the CPU figures are ``bench/cli_start.py``'s), and the lazy command list says what the commands say.
 
 Each check runs the real CLI entry in a fresh interpreter and reads the modules it imported; the e2e twin
-(``tests/e2e/test_cli_start.py``) does the same for ``svc inventory`` and ``svc command list`` against an agent.
+(``tests/e2e/test_short_commands_start.py``) does the same for ``svc inventory`` and ``svc command list`` against an agent.
 """
 
 from __future__ import annotations
