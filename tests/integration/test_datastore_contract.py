@@ -94,7 +94,7 @@ def test_delete_writes_a_tombstone_and_keeps_history(datastore: Datastore) -> No
     again = datastore.delete_resource(created.ksuid)
     assert not again.changed and again.version == deleted.version
     assert datastore.get_resource(created.ksuid) is None
-    assert datastore.get_resource_by_native_id(BUCKET, "native-bucket") is None
+    assert datastore.get_resource_by_native_id("aws-eu", BUCKET, "native-bucket") is None
     assert datastore.get_resource_by_label("prod", BUCKET, "bucket") is None
     assert datastore.list_resources().items == ()
     history = datastore.resource_history(created.ksuid).items
@@ -114,7 +114,7 @@ def test_recreating_with_the_same_native_id_gets_a_correct_ksuid(datastore: Data
     fresh_ksuid = new_id()
     new = datastore.store_resource(write(ksuid=fresh_ksuid, properties={"Name": "again"}))
     assert new.ksuid == fresh_ksuid and new.operation == "create" and new.version and new.version != old.version
-    found = datastore.get_resource_by_native_id(BUCKET, "native-bucket")
+    found = datastore.get_resource_by_native_id("aws-eu", BUCKET, "native-bucket")
     assert found is not None and found.ksuid == fresh_ksuid
     assert datastore.get_resource(old.ksuid) is None
     revived = datastore.store_resource(write("other", ksuid=old.ksuid, native_id="native-other"))
@@ -137,7 +137,7 @@ def test_a_live_managed_resource_supersedes_a_discovered_duplicate(datastore: Da
     managed = datastore.store_resource(write(native_id=None))
     discovered = datastore.store_resource(write("found", stack="$unmanaged", managed=False, native_id="n-1"))
     datastore.store_resource(write(ksuid=managed.ksuid, native_id="n-1"))
-    owner = datastore.get_resource_by_native_id(BUCKET, "n-1")
+    owner = datastore.get_resource_by_native_id("aws-eu", BUCKET, "n-1")
     assert owner is not None and owner.ksuid == managed.ksuid
     assert datastore.get_resource(discovered.ksuid) is None
     assert datastore.count_resources() == 1
@@ -148,6 +148,48 @@ def test_two_managed_resources_cannot_share_a_native_id(datastore: Datastore) ->
     other = datastore.store_resource(write("two", native_id=None))
     with pytest.raises(ConflictError):
         datastore.store_resource(write("two", ksuid=other.ksuid, native_id="shared"))
+
+
+def test_the_same_native_id_on_another_target_is_another_resource(datastore: Datastore) -> None:
+    """Identity is (target, type, native id): a new resource with another target's native id is created as a
+    resource of its own, in its own stack, and never takes over the other target's (managed or discovered)."""
+    home = datastore.store_resource(write("site", stack="quickstart", target="home", native_id="site"))
+    found = datastore.store_resource(write("site", stack="$unmanaged", target="lab", managed=False, native_id="site"))
+    hello = datastore.store_resource(write("site", ksuid=new_id(), stack="hello", target="hello", native_id="site"))
+    assert len({home.ksuid, found.ksuid, hello.ksuid}) == 3 and hello.operation == "create"
+    placed = {r.ksuid: (r.stack, r.target, r.managed) for r in datastore.list_resources().items}
+    assert placed == {home.ksuid: ("quickstart", "home", True), found.ksuid: ("$unmanaged", "lab", False),
+                      hello.ksuid: ("hello", "hello", True)}
+    for target, ksuid in (("home", home.ksuid), ("lab", found.ksuid), ("hello", hello.ksuid)):
+        owner = datastore.get_resource_by_native_id(target, BUCKET, "site")
+        assert owner is not None and owner.ksuid == ksuid
+    assert datastore.get_resource_by_native_id("elsewhere", BUCKET, "site") is None
+    # A discovery of each target's native id finds the resource of that target only.
+    again = datastore.store_resources([write("site", ksuid=new_id(), stack="$unmanaged", target=target,
+                                             managed=False, native_id="site") for target in ("home", "lab")])
+    assert [(o.ksuid, o.changed) for o in again] == [(home.ksuid, False), (found.ksuid, False)]
+    assert datastore.count_resources() == 3
+
+
+def test_a_managed_resource_is_never_taken_over_by_another(datastore: Datastore) -> None:
+    """A second managed resource reporting the native id another stack's resource has on the same target is a
+    conflict: the first stack keeps its resource (it used to be moved into the second stack)."""
+    first = datastore.store_resource(write("site", stack="quickstart", target="home", native_id="site"))
+    with pytest.raises(ConflictError, match="quickstart/site"):
+        datastore.store_resource(write("site", ksuid=new_id(), stack="hello", target="home", native_id="site"))
+    current = datastore.get_resource(first.ksuid)
+    assert current is not None and (current.stack, current.version) == ("quickstart", first.version)
+    assert datastore.count_resources() == 1
+
+
+def test_adoption_is_per_target(datastore: Datastore) -> None:
+    """A managed write adopts the discovered resource with its native id on its own target only."""
+    here = datastore.store_resource(write("found", stack="$unmanaged", target="home", managed=False, native_id="n"))
+    there = datastore.store_resource(write("found-1", stack="$unmanaged", target="lab", managed=False, native_id="n"))
+    adopted = datastore.store_resource(write("mine", ksuid=new_id(), target="lab", native_id="n"))
+    assert adopted.ksuid == there.ksuid and adopted.operation == "update"
+    unchanged = datastore.get_resource(here.ksuid)
+    assert unchanged is not None and (unchanged.stack, unchanged.managed) == ("$unmanaged", False)
 
 
 def test_a_rename_keeps_the_ksuid_and_adds_a_version(datastore: Datastore) -> None:
@@ -164,7 +206,7 @@ def test_lookups_by_ksuid_native_id_and_label(datastore: Datastore) -> None:
     bucket = datastore.store_resource(write("x", native_id="same"))
     queue = datastore.store_resource(write("x", type="AWS::SQS::Queue", native_id="same"))
     assert bucket.ksuid != queue.ksuid
-    by_native = datastore.get_resource_by_native_id("AWS::SQS::Queue", "same")
+    by_native = datastore.get_resource_by_native_id("aws-eu", "AWS::SQS::Queue", "same")
     assert by_native is not None and by_native.ksuid == queue.ksuid
     by_label = datastore.get_resource_by_label("prod", BUCKET, "x")
     assert by_label is not None and by_label.ksuid == bucket.ksuid

@@ -141,9 +141,11 @@ def test_declaring_a_reaped_target_again_recovers_it_and_its_resources(datastore
     taken = datastore.store_resource(bucket("b"))
     incarnation = unreachable_for(datastore, "eu", 120)
     assert datastore.reap_target("eu", incarnation, threshold=60, at=at(130)) is not None
-    # Meanwhile another resource took b's native id: b stays reaped rather than clash with it.
+    # Meanwhile another resource on eu took b's native id: b stays reaped rather than clash with it. The same
+    # native id on another target is another resource, and keeps nothing from coming back.
+    datastore.store_resource(bucket("b2", native_id="n-b"))
     datastore.put_target(TargetWrite("us", "FAKE", {}))
-    datastore.store_resource(bucket("b2", target="us", native_id="n-b"))
+    datastore.store_resource(bucket("a-us", target="us", native_id="n-a"))
     recovered = datastore.put_target(TargetWrite("eu", "FAKE", {}))
     assert recovered.incarnation_id != old.incarnation_id and recovered.version == old.version + 1
     assert (recovered.health_state, recovered.unreachable_seconds) == ("unknown", 0.0)

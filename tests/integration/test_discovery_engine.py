@@ -91,10 +91,10 @@ def test_a_target_made_discoverable_is_discovered_when_its_command_ends(datastor
         document["Targets"][0]["Discoverable"] = discoverable
         return Forma.model_validate(document)
 
-    async def discovered(native_id: str) -> None:
+    async def discovered(target: str) -> None:
         deadline = time.monotonic() + 60
-        while datastore.get_resource_by_native_id("FAKE::Test::Item", native_id) is None:
-            assert time.monotonic() < deadline, f"{native_id} was not discovered"
+        while datastore.get_resource_by_native_id(target, "FAKE::Test::Item", f"stray-{target}") is None:
+            assert time.monotonic() < deadline, f"stray-{target} was not discovered"
             await asyncio.sleep(0.05)
 
     async def scenario() -> None:
@@ -103,11 +103,11 @@ def test_a_target_made_discoverable_is_discovered_when_its_command_ends(datastor
         engine.jobs["discovery"].first_delay = 3600
         async with running(engine):
             await applied(engine, forma("first", discoverable=True))  # created discoverable
-            await discovered("stray-first")
+            await discovered("first")
             await applied(engine, forma("second", discoverable=False))
             await applied(engine, forma("second", discoverable=True))  # an update that makes it discoverable
-            await discovered("stray-second")
+            await discovered("second")
 
     asyncio.run(scenario())
-    found = datastore.get_resource_by_native_id("FAKE::Test::Item", "stray-second")
+    found = datastore.get_resource_by_native_id("second", "FAKE::Test::Item", "stray-second")
     assert found is not None and not found.managed and found.stack == "$unmanaged"

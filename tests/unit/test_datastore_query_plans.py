@@ -45,8 +45,8 @@ NATIVE_IDS = [f"n{n}" for n in range(40)]
 
 @pytest.mark.parametrize(("statement", "params", "lookup"), [
     (HEADS_BY_KSUID, {"ksuids": KSUIDS}, "USING INDEX uq_resources_head (ksuid=?)"),
-    (OWNERS_BY_NATIVE_ID, {"types": ["FAKE::Test::Item"], "native_ids": NATIVE_IDS},
-     "USING INDEX uq_resources_native_id (type=? AND native_id=?)"),
+    (OWNERS_BY_NATIVE_ID, {"targets": ["cloud"], "types": ["FAKE::Test::Item"], "native_ids": NATIVE_IDS},
+     "USING INDEX uq_resources_native_id (target=? AND type=? AND native_id=?)"),
     (CURRENT_STATES, {"commands": ["c1"], "ksuids": KSUIDS}, "(command_id=? AND ksuid=?)"),
 ], ids=["heads", "owners", "update states"])
 def test_each_lookup_searches_its_index_by_equality(engine: sa.Engine, statement: sa.Select[Any],

@@ -84,6 +84,21 @@ def test_discovered_resource_is_adopted():
     assert (change.operation, change.ksuid, change.old_stack) == ("update", "K9", "$unmanaged")
 
 
+def test_a_discovered_resource_on_another_target_is_not_adopted():
+    """Identity is (target, type, native id): another target's discovered resource with the label (or the alias) is
+    another resource. The forma's is created anew; the discovered one is neither taken over nor deleted."""
+    inv = inventory(stored("K9", "T::Test::Item", "a", {"Value": "1"}, stack="$unmanaged", managed=False,
+                           target="lab"),
+                    stored("K8", "T::Test::Item", "old", {"Value": "1"}, stack="$unmanaged", managed=False,
+                           target="lab"),
+                    targets={"main": None, "lab": None})
+    cs = apply(forma(resource("a", "T::Test::Item", {"Value": "1"}),
+                     resource("new", "T::Test::Item", {"Value": "1"}, alias="old")), inv)
+    assert ops(cs) == [("a", "create"), ("new", "create")]
+    assert {c.ksuid for c in cs.resources}.isdisjoint({"K8", "K9"})
+    assert {c.target for c in cs.resources} == {"main"}
+
+
 def test_consumer_of_a_replaced_producer_on_a_create_only_field_is_replaced_too():
     inv = inventory(stored("N", "T::Net::Network", "net", {"Cidr": "10.0.0.0/16"}, read_only={"NetworkId": "n-1"}),
                     stored("S", "T::Net::Subnet", "sub", {"NetworkId": ref("N", "NetworkId", "n-1"), "Cidr": "c"}))

@@ -68,8 +68,8 @@ def revive_resources(conn: sa.Connection, label: str) -> int:
     whose native id or managed label another live resource took meanwhile (that one stays reaped)."""
     other = r.alias("other")
     # Two lookups, each one a live-row index can answer (an OR of both scanned the table for every row).
-    native_taken = sa.exists().where(head_is(other.c.head, HEAD_LIVE), other.c.type == r.c.type,
-                                     other.c.native_id == r.c.native_id)
+    native_taken = sa.exists().where(head_is(other.c.head, HEAD_LIVE), other.c.target == r.c.target,
+                                     other.c.type == r.c.type, other.c.native_id == r.c.native_id)
     label_taken = sa.exists().where(head_is(other.c.head, HEAD_LIVE), other.c.stack == r.c.stack,
                                     other.c.type == r.c.type, other.c.label == r.c.label, other.c.managed)
     taken = sa.or_(native_taken, sa.and_(r.c.managed, label_taken))

@@ -5,8 +5,8 @@ on PostgreSQL the lookup's plan depended on planner statistics, which lag during
 database ingested ~100 versions/s. Here a chunk is:
 
 1. two lookups for the whole chunk: the current rows of its ksuids (``head > 0``), and the live owners
-   of its native ids; both are plain equality/IN conditions on unique indexes, which PostgreSQL plans
-   the same with or without statistics;
+   of its (target, type, native id) keys; both are plain equality/IN conditions on unique indexes, which
+   PostgreSQL plans the same with or without statistics;
 2. the rules of ``store_resource`` applied in order in memory, each write seeing the ones before it;
 3. the changes: read-only updates in place, one compare-and-swap UPDATE demoting every superseded head
    (rolled back and retried if a concurrent writer moved one), and one ``executemany`` INSERT of the new
@@ -26,6 +26,7 @@ from svc.datastore.errors import ConflictError
 from svc.datastore.sql_base import Retry, now, successor
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_REAPED, HEAD_TOMBSTONE, head_is, resources
 from svc.ids import new_id
+from svc.model.native_ids import NativeKey, native_key
 from svc.model.records import ResourceWrite, StoreOutcome
 
 r = resources
@@ -46,6 +47,7 @@ HEADS_BY_KSUID = sa.select(r).where(r.c.head > sa.literal_column("0"),
 # planners, and with the term spelled out SQLite scanned the index range "native_id > NULL" (every live
 # resource of the type) instead of looking each native id up.
 OWNERS_BY_NATIVE_ID = sa.select(r).where(head_is(r.c.head, HEAD_LIVE),
+                                         r.c.target.in_(sa.bindparam("targets", expanding=True)),
                                          r.c.type.in_(sa.bindparam("types", expanding=True)),
                                          r.c.native_id.in_(sa.bindparam("native_ids", expanding=True)))
 _DEMOTE = (sa.update(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
@@ -66,27 +68,30 @@ class ChunkWriter:
         self.conn = conn
         self.command_id = command_id
         self.heads: dict[str, Row] = {}  # ksuid → current row (live or tombstone)
-        self.owners: dict[tuple[str, str], Row] = {}  # (type, native id) → live row
+        self.owners: dict[NativeKey, Row] = {}  # (target, type, native id) → live row
         self.pending: dict[int, Row] = {}  # id(row) → row to insert
         self.demotes: dict[str, str] = {}  # ksuid → version of a stored head to demote
         self.read_only_updates: list[tuple[str, str, Any]] = []
 
     def load(self, writes: Sequence[ResourceWrite], deletes: Sequence[str] = ()) -> None:
         ksuids = sorted({write.ksuid for write in writes if write.ksuid} | set(deletes))
-        keys = {(write.type, write.native_id) for write in writes if write.native_id is not None}
+        keys = {native_key(write.target, write.type, write.native_id) for write in writes
+                if write.native_id is not None}
         rows: dict[tuple[str, str], Row] = {}
         if ksuids:
             for row in self.conn.execute(HEADS_BY_KSUID, {"ksuids": ksuids}):
                 rows[(row.ksuid, row.version)] = dict(row._mapping)
         if keys:
-            types, native_ids = sorted({k[0] for k in keys}), sorted({k[1] for k in keys})
-            for row in self.conn.execute(OWNERS_BY_NATIVE_ID, {"types": types, "native_ids": native_ids}):
-                if (row.type, row.native_id) in keys:
+            targets, types, native_ids = (sorted({k[i] for k in keys}) for i in range(3))
+            found = self.conn.execute(OWNERS_BY_NATIVE_ID, {"targets": targets, "types": types,
+                                                            "native_ids": native_ids})
+            for row in found:
+                if native_key(row.target, row.type, row.native_id) in keys:
                     rows.setdefault((row.ksuid, row.version), dict(row._mapping))
         for row in rows.values():  # one dict per stored row, shared by both maps
             self.heads[row["ksuid"]] = row
             if row["head"] == HEAD_LIVE and row["native_id"] is not None:
-                self.owners[(row["type"], row["native_id"])] = row
+                self.owners[native_key(row["target"], row["type"], row["native_id"])] = row
 
     def store(self, write: ResourceWrite, values: Row) -> StoreOutcome:
         """``store_resource``'s rules against the chunk's view of the table."""
@@ -100,18 +105,25 @@ class ChunkWriter:
             # late write (a sync read or a change that raced the reap).
             return StoreOutcome(ksuid or "", head["version"], False, None)
         if write.native_id is not None:
-            owner = self.owners.get((write.type, write.native_id))
+            owner = self.owners.get(native_key(write.target, write.type, write.native_id))
             if owner is not None and owner["ksuid"] != ksuid:
-                if owner["managed"] and not write.managed and (head is None or head["head"] != HEAD_LIVE):
+                live = head is not None and head["head"] == HEAD_LIVE
+                if owner["managed"] and not write.managed and not live:
                     # A discovery that raced an apply: the managed resource stays as it is.
                     return StoreOutcome(owner["ksuid"], owner["version"], False, None)
-                if head is None or head["head"] != HEAD_LIVE:
+                if not owner["managed"] and not live:
+                    # Adoption: the discovered resource on this target becomes the written one (a managed write
+                    # takes it over; a rediscovery finds it already stored).
                     ksuid, head = owner["ksuid"], owner
                 elif not owner["managed"] and write.managed:
                     self._append(owner["ksuid"], owner, tombstone_values(owner), "delete", HEAD_TOMBSTONE)
                 else:
-                    raise ConflictError(f"{write.type} with native id {write.native_id!r} already belongs to "
-                                        f"resource {owner['ksuid']}")
+                    # Another stack's resource is never taken over: moving it is the user's decision, and the
+                    # stack that manages it would lose it without being told.
+                    raise ConflictError(
+                        f"{write.type} {write.native_id!r} on target {write.target!r} already belongs to "
+                        f"{owner['stack']}/{owner['label']} (resource {owner['ksuid']}); one resource belongs to "
+                        "one stack: remove it from that stack first")
         ksuid = ksuid or new_id()
         if head is not None and head["head"] == HEAD_LIVE:
             if all(head[name] == values[name] for name in VERSIONED):
@@ -143,7 +155,7 @@ class ChunkWriter:
             if id(head) not in self.pending:
                 self.demotes[ksuid] = head["version"]
             head["head"] = HEAD_OLD
-            key = (head["type"], head["native_id"])
+            key = native_key(head["target"], head["type"], head["native_id"])
             if self.owners.get(key) is head:
                 del self.owners[key]
         row = {"ksuid": ksuid, "version": version, "head": head_value, "operation": operation,
@@ -151,7 +163,7 @@ class ChunkWriter:
         self.pending[id(row)] = row
         self.heads[ksuid] = row
         if head_value == HEAD_LIVE and row["native_id"] is not None:
-            self.owners[(row["type"], row["native_id"])] = row
+            self.owners[native_key(row["target"], row["type"], row["native_id"])] = row
         return version
 
     def flush(self) -> None:

@@ -36,8 +36,8 @@ _BATCH = 500  # writes per transaction in store_resources
 # than executing them.
 _SELECT_HEAD = sa.select(r).where(r.c.ksuid == sa.bindparam("k"), r.c.head > sa.literal_column("0"))
 _SELECT_LIVE = sa.select(r).where(r.c.ksuid == sa.bindparam("k"), head_is(r.c.head, HEAD_LIVE))
-_SELECT_BY_NATIVE_ID = sa.select(r).where(r.c.type == sa.bindparam("t"), r.c.native_id == sa.bindparam("n"),
-                                          head_is(r.c.head, HEAD_LIVE))
+_SELECT_BY_NATIVE_ID = sa.select(r).where(r.c.target == sa.bindparam("target"), r.c.type == sa.bindparam("t"),
+                                          r.c.native_id == sa.bindparam("n"), head_is(r.c.head, HEAD_LIVE))
 _DEMOTE = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
                               r.c.head == sa.bindparam("h")).values(head=HEAD_OLD))
 _INSERT = sa.insert(r)
@@ -78,11 +78,12 @@ class ResourceStore(SqlBase):
 
         * Nothing changed: no write. Only read-only properties changed: updated in place (same version).
           Anything else changed: a new version; the old one stays as history.
-        * The resource is found by ksuid, else by (type, native id) among live resources, so a write for a
-          discovered (unmanaged) resource adopts its ksuid. A different live resource that already owns
-          the native id is a ``ConflictError``, unless it is unmanaged and the write is managed: then the
-          discovered row is tombstoned, as the managed resource supersedes it. A new unmanaged write for a
-          native id a managed resource owns changes nothing (a discovery that raced an apply).
+        * The resource is found by ksuid, else by (target, type, native id) among live resources, so a write
+          for a discovered (unmanaged) resource on the same target adopts its ksuid. The same native id on
+          another target is another resource. A different live resource that already owns the key is a
+          ``ConflictError`` (a managed one is never taken over by another ksuid), unless it is unmanaged and the
+          write is managed: then the discovered row is tombstoned, as the managed resource supersedes it. A new
+          unmanaged write for a key a managed resource owns changes nothing (a discovery that raced an apply).
         """
         return self.store_resources([write], command_id=command_id)[0]
 
@@ -150,8 +151,9 @@ class ResourceStore(SqlBase):
     def _head(self, conn: sa.Connection, ksuid: str) -> sa.Row[Any] | None:
         return conn.execute(_SELECT_HEAD, {"k": ksuid}).first()
 
-    def _live_by_native_id(self, conn: sa.Connection, type_: str, native_id: str) -> sa.Row[Any] | None:
-        return conn.execute(_SELECT_BY_NATIVE_ID, {"t": type_, "n": native_id}).first()
+    def _live_by_native_id(self, conn: sa.Connection, target: str, type_: str, native_id: str
+                            ) -> sa.Row[Any] | None:
+        return conn.execute(_SELECT_BY_NATIVE_ID, {"target": target, "t": type_, "n": native_id}).first()
 
     def get_resource(self, ksuid: str) -> ResourceVersion | None:
         """The current version of a live resource; None if unknown or deleted."""
@@ -159,9 +161,10 @@ class ResourceStore(SqlBase):
             row = conn.execute(_SELECT_LIVE, {"k": ksuid}).first()
         return version_of_row(row) if row is not None else None
 
-    def get_resource_by_native_id(self, type_: str, native_id: str) -> ResourceVersion | None:
+    def get_resource_by_native_id(self, target: str, type_: str, native_id: str) -> ResourceVersion | None:
+        """The live resource that is ``native_id`` of ``type_`` on ``target`` (its provider identity)."""
         with self.read() as conn:
-            row = self._live_by_native_id(conn, type_, native_id)
+            row = self._live_by_native_id(conn, target, type_, native_id)
         return version_of_row(row) if row is not None else None
 
     def get_resource_by_label(self, stack: str, type_: str, label: str) -> ResourceVersion | None:
@@ -224,5 +227,5 @@ def lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:
         if write.ksuid:
             keys.add(f"resource:{write.ksuid}")
         if write.native_id is not None:
-            keys.add(f"native:{write.type}:{write.native_id}")
+            keys.add(f"native:{write.target}:{write.type}:{write.native_id}")
     return sorted(keys)

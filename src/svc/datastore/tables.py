@@ -84,7 +84,8 @@ resources = sa.Table(
     sa.Column("command_id", Key, nullable=True),
     sa.Column("valid_from", UtcDateTime, nullable=False),
     sa.Index("uq_resources_head", "ksuid", unique=True, **_partial("head > 0")),
-    sa.Index("uq_resources_native_id", "type", "native_id", unique=True,
+    # Identity: the same native id on another target is another resource (migration 0006 added the target).
+    sa.Index("uq_resources_native_id", "target", "type", "native_id", unique=True,
              **_partial("head = 1 AND native_id IS NOT NULL")),
     sa.Index("uq_resources_managed_label", "stack", "type", "label", unique=True,
              **_partial("head = 1 AND managed")),

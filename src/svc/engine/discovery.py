@@ -6,7 +6,8 @@ Types without a parent are listed first; a child type is then listed once per pa
 parent type on that target (stored before, or found by this run), with ``{listParameter: parent's
 value}``, round after round until a round finds no new parent, so nesting of any depth is followed.
 
-A native id not yet in the inventory for its type (managed or not) is read; unless a discovery filter
+A native id not yet in the inventory for its type on that target (managed or not) is read (the same native
+id on another target is another resource, so it is discovered too); unless a discovery filter
 excludes it, it is stored in ``$unmanaged`` (``managed=False``) under a label from the plugin's label
 rules, unique per type there. A child carries ``{"$ref": <parent>, "$value": …}`` at its list parameter,
 as the reference does, so dependents order and cascade after their parents. Writes are batched, and the
@@ -41,6 +42,7 @@ from svc.engine.planner.inventory import UNMANAGED_STACK
 from svc.engine.target_health import Observations, ReapSettings
 from svc.ids import new_id
 from svc.model import values
+from svc.model.native_ids import NativeKey, native_key
 from svc.model.opaque import OpaqueFields, opaque_fields
 from svc.model.records import CommandRecord, ResourceVersion, ResourceWrite, TargetFilter, TargetRecord, every_item
 from svc.model.schema import Schema
@@ -125,7 +127,9 @@ class _Run:
         self.catalog = catalog
         self.settings = settings
         self.report = DiscoveryReport()
-        self.known: set[tuple[str, str]] = set()  # (type, native id): in the inventory, or seen by this run
+        # (target, type, native id): in the inventory, or seen by this run. The same native id on another target
+        # is another resource, still to be discovered.
+        self.known: set[NativeKey] = set()
         self.labels: dict[str, set[str]] = {}  # type → labels taken in $unmanaged
         self.pending: list[ResourceWrite] = []
         self.skipped: set[tuple[str, str]] = set()  # (type, target) whose listing failed for good this run
@@ -168,7 +172,7 @@ class _Run:
         targets = every_item(lambda c: self.store.list_targets(TargetFilter(discoverable=True), cursor=c, limit=_PAGE))
         for summary in every_item(lambda c: self.store.list_resource_summaries(cursor=c, limit=_PAGE)):
             if summary.native_id is not None:
-                self.known.add((summary.type, summary.native_id))
+                self.known.add(native_key(summary.target, summary.type, summary.native_id))
             if summary.stack == UNMANAGED_STACK:
                 self.labels.setdefault(summary.type, set()).add(summary.label)
         return [t for t in targets if t.health_state != "reaped"]
@@ -224,8 +228,9 @@ class _Run:
         try:
             async for native_ids in self._pages(scan, resource_type, filters):
                 self.report.listed += len(native_ids)
-                fresh = [n for n in dict.fromkeys(native_ids) if (resource_type, n) not in self.known]
-                self.known.update((resource_type, n) for n in fresh)
+                keys = {n: native_key(scan.target.label, resource_type, n) for n in native_ids}
+                fresh = [n for n, key in keys.items() if key not in self.known]
+                self.known.update(keys[n] for n in fresh)
                 if fresh:
                     previous = asyncio.create_task(self._page(scan, resource_type, fresh, parent, previous))
                     tasks.append(previous)

@@ -1,10 +1,19 @@
-"""The native id a create's answer holds at its type's ``identifier`` (``Schema.identifier``)."""
+"""Native ids: a resource's provider identity, and the native id a create's answer holds at its type's
+``identifier`` (``Schema.identifier``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from svc.model import values
+
+NativeKey = tuple[str, str, str]
+
+
+def native_key(target: str, type_: str, native_id: str) -> NativeKey:
+    """A resource's provider identity, (target, type, native id): the same native id on another target is another
+    resource (another root directory, AWS account or region). Every match by native id uses the whole key."""
+    return (target, type_, native_id)
 
 
 def native_id_in(properties: Any, identifier: str) -> str:

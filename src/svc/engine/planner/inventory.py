@@ -40,7 +40,13 @@ class Inventory:
         self.by_ksuid = {r.ksuid: r for r in self.resources}
         self.by_triplet = {(r.stack, r.type, r.label): r for r in self.resources if r.managed}
         self.unmanaged = {(r.type, r.label): r for r in self.resources if not r.managed}
+        self._discovered = {(r.target, r.type, r.label): r for r in self.resources if not r.managed}
         self._dependents: dict[str, list[tuple[ResourceVersion, tuple[Any, ...]]]] | None = None
+
+    def adoptable(self, target: str, type_: str, label: str) -> ResourceVersion | None:
+        """The discovered resource a forma resource on ``target`` adopts by its (type, label): one on the same
+        target only, as another target's resource is another resource (another directory, account, region)."""
+        return self._discovered.get((target, type_, label))
 
     def in_stack(self, stack: str) -> list[ResourceVersion]:
         return [r for r in self.resources if r.stack == stack and r.managed]

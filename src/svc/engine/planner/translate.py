@@ -1,8 +1,8 @@
 """Identity and references: each forma resource gets its KSUID, each ``$res`` becomes a ``$ref``.
 
 A resource keeps the KSUID of the stored resource it matches: same (stack, label, type), else the
-``alias`` triplet (a rename), else a discovered resource with that (label or alias, type) (an
-adoption); otherwise a new one is minted, so references to resources created by this very forma work.
+``alias`` triplet (a rename), else a discovered resource on the same target with that (label or alias, type)
+(an adoption); otherwise a new one is minted, so references to resources created by this very forma work.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ def assign_ksuids(forma: Forma, inventory: Inventory, new_id: Callable[[], str])
         if found is None and resource.alias:
             found = inventory.by_triplet.get((resource.stack, resource.type, resource.alias))
         if found is None:
-            found = inventory.unmanaged.get((resource.type, resource.label))
+            found = inventory.adoptable(resource.target, resource.type, resource.label)
         if found is None and resource.alias:
-            found = inventory.unmanaged.get((resource.type, resource.alias))
+            found = inventory.adoptable(resource.target, resource.type, resource.alias)
         ids[key] = found.ksuid if found is not None else new_id()
     return ids
 
