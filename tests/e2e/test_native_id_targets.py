@@ -141,3 +141,24 @@ def test_discovery_and_adoption_keep_to_their_target(agents: Agents) -> None:
     assert ("$unmanaged", label) not in resources
     assert resources[("quickstart", "manifest")]["Target"] == "home"
     assert (agents.root("quickstart") / "site" / "MANIFEST.txt").read_text() == "This site is site/index.html.\n"
+
+
+def test_another_stack_cannot_take_over_a_managed_resource_on_the_same_target(agents: Agents) -> None:
+    """On one target one native id is one resource: a stack declaring the quick start's directory fails, and the
+    quick start keeps it (it used to be moved into the other stack)."""
+    before = agents.resources()[("quickstart", "site")]
+    rival = agents.forma("rival", HEAD + '''
+forma {
+  new svc.Stack { label = "rival" }
+  new svc.Target { label = "home"; config = new lcl.Config { root = "%(home)s" } }
+  new fs.Directory { label = "mine"; path = "site"; mode = "0755" }
+}
+''', home=str(agents.root("quickstart")))
+    refused = agents.apply(rival)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "LOCAL::FS::Directory 'site' on target 'home' already belongs to quickstart/site" in refused.stdout, \
+        refused.stdout
+    assert "internal error" not in refused.stdout, refused.stdout
+    after = agents.resources()
+    assert after[("quickstart", "site")]["Ksuid"] == before["Ksuid"]
+    assert ("rival", "mine") not in after

@@ -111,9 +111,10 @@ class ChunkWriter:
                 if owner["managed"] and not write.managed and not live:
                     # A discovery that raced an apply: the managed resource stays as it is.
                     return StoreOutcome(owner["ksuid"], owner["version"], False, None)
-                if not owner["managed"] and not live:
+                if not live and (not owner["managed"] or write.ksuid is None):
                     # Adoption: the discovered resource on this target becomes the written one (a managed write
-                    # takes it over; a rediscovery finds it already stored).
+                    # takes it over; a rediscovery finds it already stored). A write that names no ksuid is the
+                    # resource its key names, whoever manages it.
                     ksuid, head = owner["ksuid"], owner
                 elif not owner["managed"] and write.managed:
                     self._append(owner["ksuid"], owner, tombstone_values(owner), "delete", HEAD_TOMBSTONE)

@@ -80,10 +80,11 @@ class ResourceStore(SqlBase):
           Anything else changed: a new version; the old one stays as history.
         * The resource is found by ksuid, else by (target, type, native id) among live resources, so a write
           for a discovered (unmanaged) resource on the same target adopts its ksuid. The same native id on
-          another target is another resource. A different live resource that already owns the key is a
-          ``ConflictError`` (a managed one is never taken over by another ksuid), unless it is unmanaged and the
-          write is managed: then the discovered row is tombstoned, as the managed resource supersedes it. A new
-          unmanaged write for a key a managed resource owns changes nothing (a discovery that raced an apply).
+          another target is another resource; a write without a ksuid is the resource its key names. A
+          different live resource that already owns the key is a ``ConflictError`` (a managed one is never
+          taken over by another ksuid), unless it is unmanaged and the write is managed: then the discovered
+          row is tombstoned, as the managed resource supersedes it. A new unmanaged write for a key a managed
+          resource owns changes nothing (a discovery that raced an apply).
         """
         return self.store_resources([write], command_id=command_id)[0]
 

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from svc.datastore.errors import ConflictError
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.datastore.update_writes import UpdateStateWrite
@@ -164,18 +165,27 @@ class CommandRun:
             raise
         except WriterClosed:
             node.state = UpdateState.CANCELED  # the agent is stopping: the stored state resumes it later
+        except ConflictError as error:
+            # Its result belongs to another resource (a native id another stack manages on this target): the
+            # user's to sort out, not a bug, so the message is the datastore's own.
+            log.warning("resource change %s of command %s not stored: %s", key, self.command_id, error)
+            await self._store_failure(key, str(error))
         except Exception as error:  # noqa: BLE001 - a bug in one change must not stop the others
             log.exception("resource change %s of command %s failed unexpectedly", key, self.command_id)
-            node.data.message = f"internal error: {type(error).__name__}: {error}"
-            node.state = UpdateState.FAILED
-            try:
-                await self.steps.save(change, UpdateState.FAILED, node.data, start=self.steps.take_start(key))
-            except Exception:  # noqa: BLE001
-                log.exception("cannot store the failure of %s", key)
+            await self._store_failure(key, f"internal error: {type(error).__name__}: {error}")
         finally:
             self._queued.discard(key)
             self.steps.guard.underway.discard(key)
             self._wake.put_nowait(key)
+
+    async def _store_failure(self, key: str, message: str) -> None:
+        node = self.nodes[key]
+        node.data.message = message
+        node.state = UpdateState.FAILED
+        try:
+            await self.steps.save(node.change, UpdateState.FAILED, node.data, start=self.steps.take_start(key))
+        except Exception:  # noqa: BLE001
+            log.exception("cannot store the failure of %s", key)
 
     async def _fail_downstream(self, key: str) -> None:
         source = self.nodes[key].change

@@ -45,7 +45,8 @@ def every_item(fetch: Callable[[str | None], Page[T]]) -> list[T]:
 
 @dataclass(frozen=True, slots=True)
 class ResourceWrite:
-    """The desired stored state of one resource. ``ksuid`` None means "new resource, mint an id"."""
+    """The desired stored state of one resource. ``ksuid`` None means "the resource stored under this (target, type,
+    native id), else a new resource: mint an id"."""
 
     type: str
     label: str
