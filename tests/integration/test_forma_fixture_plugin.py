@@ -4,7 +4,9 @@ a forma over it, schema extraction from the package alone, its manifest, and svc
 from __future__ import annotations
 
 import json
+import logging
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from svc.forma import evaluate_forma
 from svc.pkl import EvaluationRequest, shared_server
 from svc.pkl.packages import implicit_environment, svc_package
 from svc.plugins import installed_plugins
-from svc.schema.extract import extract_descriptors
+from svc.schema.extract import extract_descriptors, read_cache, write_cache
 
 FORMAS = Path(__file__).parent.parent / "fixtures" / "formas"
 EXPECTED = json.loads((FORMAS / "everything.json").read_text())
@@ -106,12 +108,54 @@ def test_schema_extraction_is_cached_by_plugin_version(fixture_plugin, tmp_path:
     extract_descriptors(plugin, cache_dir=tmp_path)
     (cache,) = tmp_path.glob("*.json")  # beside the lock file that keeps two processes from extracting at once
     assert cache.name.startswith(f"FIXTURE-1.0.0-svc-{__version__}-")  # then the schema files' fingerprint
-    cached = json.loads(cache.read_text())
-    cached[0]["Schema"]["Identifier"] = "$.FromTheCache"
-    cache.write_text(json.dumps(cached))
-    assert extract_descriptors(plugin, cache_dir=tmp_path)[cached[0]["Type"]].schema_.identifier == "$.FromTheCache"
+    texts = read_cache(cache)
+    vpc = json.loads(texts["FIXTURE::Network::Vpc"])
+    vpc["Schema"]["Identifier"] = "$.FromTheCache"
+    write_cache(cache, {**texts, "FIXTURE::Network::Vpc": json.dumps(vpc)})
+    assert extract_descriptors(plugin, cache_dir=tmp_path)["FIXTURE::Network::Vpc"].schema_.identifier == "$.FromTheCache"
     newer = type(plugin)(plugin.namespace, "1.0.1", plugin.package_dir)
-    assert extract_descriptors(newer, cache_dir=tmp_path)[cached[0]["Type"]].schema_.identifier != "$.FromTheCache"
+    assert extract_descriptors(newer, cache_dir=tmp_path)["FIXTURE::Network::Vpc"].schema_.identifier == "$.VpcId"
+
+
+def test_a_schema_file_edited_without_a_version_bump_is_extracted_again(fixture_plugin, tmp_path: Path) -> None:
+    installed = fixture_only()
+    plugin = type(installed)(installed.namespace, installed.version, tmp_path / "package")
+    shutil.copytree(installed.package_dir, plugin.package_dir)
+    cache_dir = tmp_path / "cache"
+    assert extract_descriptors(plugin, cache_dir=cache_dir)["FIXTURE::Network::Vpc"].schema_.identifier == "$.VpcId"
+    vpc = plugin.schema_dir / "network" / "vpc.pkl"
+    vpc.write_text(vpc.read_text().replace('identifier = "$.VpcId"', 'identifier = "$.NetworkId"'))
+    assert extract_descriptors(plugin, cache_dir=cache_dir)["FIXTURE::Network::Vpc"].schema_.identifier == \
+        "$.NetworkId"
+    assert len(list(cache_dir.glob("*.json"))) == 2  # one per state of the package
+
+
+@pytest.mark.parametrize("damage", ["truncated", "edited", "old layout", "empty"])
+def test_a_damaged_schema_cache_is_extracted_again_with_a_warning(fixture_plugin, tmp_path: Path, damage: str,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    plugin = fixture_only()
+    expected = {name: d.schema_ for name, d in extract_descriptors(plugin, cache_dir=tmp_path).items()}
+    (cache,) = tmp_path.glob("*.json")
+    whole = cache.read_bytes()
+    cache.write_bytes({"truncated": whole[: len(whole) // 2],
+                       "edited": whole.replace(b"VpcId", b"VpcIx"),
+                       "old layout": json.dumps([json.loads(text) for text in read_cache(cache).values()]).encode(),
+                       "empty": b""}[damage])
+    with caplog.at_level(logging.WARNING, logger="svc.schema.extract"):
+        again = extract_descriptors(plugin, cache_dir=tmp_path)
+    assert {name: d.schema_ for name, d in again.items()} == expected
+    [warning] = [record.getMessage() for record in caplog.records if record.name == "svc.schema.extract"]
+    assert f"the schema cache file {cache} is damaged" in warning
+    assert read_cache(cache).keys() == expected.keys()  # written anew, whole
+
+
+def test_cached_descriptors_are_validated_when_first_read(fixture_plugin, tmp_path: Path) -> None:
+    plugin = fixture_only()
+    extract_descriptors(plugin, cache_dir=tmp_path)
+    descriptors = extract_descriptors(plugin, cache_dir=tmp_path)
+    assert len(descriptors) == 5 and "FIXTURE::Network::Vpc" in descriptors and descriptors.made() == 0
+    assert descriptors["FIXTURE::Network::Vpc"] is descriptors["FIXTURE::Network::Vpc"]
+    assert descriptors.made() == 1
 
 
 def test_the_plugin_manifest_amends_the_manifest_module(fixture_plugin) -> None:

@@ -26,6 +26,7 @@ from svc.engine.reconciler import AutoReconciler
 from svc.engine.sealing import Sealer
 from svc.engine.sync import sync_report
 from svc.engine.target_health import ReapSettings
+from svc.model.lazy import LazyMapping
 from svc.model.schema import Schema
 from svc.paths import data_dir
 from svc.plugins.host import HostedPlugin
@@ -60,12 +61,12 @@ def _plugin_entries(config: AgentConfig, remembered: InstalledByAgent) -> list[R
 
 
 def _load(plugin: InstalledPlugin, entry: ResourcePluginConfig,
-          in_process: bool) -> tuple[PluginRunner, PluginLimits, dict[str, Schema]]:
+          in_process: bool) -> tuple[PluginRunner, PluginLimits, LazyMapping[Schema]]:
     """One plugin's runner (not started), its limits and its resource types."""
     settings = entry.settings
     runner: PluginRunner = (InProcessRunner.load(plugin.namespace, settings) if in_process
                             else HostedPlugin(plugin.namespace, plugin.version, settings))
-    types = {name: d.schema_ for name, d in extract_descriptors(plugin).items()}
+    types = extract_descriptors(plugin).mapped(lambda descriptor: descriptor.schema_)  # each on first use
     rate = DEFAULT_RATE
     if entry.rate_limit is not None:
         rate = entry.rate_limit.max_requests_per_second_for_namespace
@@ -94,7 +95,7 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
     installed = {plugin.namespace.upper(): plugin for plugin in installed_plugins()}
     configured = {entry.type.upper() for entry in config.resource_plugins}
     runners: dict[str, PluginRunner] = {}
-    types: dict[str, Schema] = {}
+    types: LazyMapping[Schema] = LazyMapping()
     limits: dict[str, PluginLimits] = {}
     for entry in _plugin_entries(config, remembered):
         plugin = installed.get(entry.type.upper())
@@ -106,7 +107,7 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
                                   f"installed: {', '.join(sorted(installed)) or 'none'}")
         runner, limits[plugin.namespace], plugin_types = _load(plugin, entry, in_process)
         runners[plugin.namespace] = runner
-        types.update(plugin_types)
+        types = types.merged(plugin_types)
     gateway = PluginGateway(runners, retry=retry_policy(config.retry), plugins=limits)
     catalog = Catalog(frozenset(runners), types)
     engine = Engine(datastore, gateway, catalog, Sealer.from_file(key_file),

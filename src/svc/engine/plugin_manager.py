@@ -25,7 +25,7 @@ import importlib.metadata
 import logging
 import os
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -240,12 +240,11 @@ class PluginManager:
             self.remembered.remove(plugin.namespace)
         return PluginOperation(distribution, "remove", version, tuple(plugin.namespace for plugin in plugins))
 
-    def _withdraw(self, plugins: list[InstalledPlugin]) -> dict[str, dict[str, Any]]:
+    def _withdraw(self, plugins: list[InstalledPlugin]) -> dict[str, Mapping[str, Any]]:
         """Takes ``plugins`` out of the catalog (not the gateway: their running calls go on); their types."""
-        withdrawn: dict[str, dict[str, Any]] = {}
+        withdrawn: dict[str, Mapping[str, Any]] = {}
         for plugin in plugins:
-            withdrawn[plugin.namespace] = {name: schema for name, schema in self.catalog.types.items()
-                                           if self.catalog.namespace_of(name).upper() == plugin.namespace.upper()}
+            withdrawn[plugin.namespace] = self.catalog.types_of(plugin.namespace)
             self.catalog.remove(plugin.namespace)
         return withdrawn
 

@@ -15,6 +15,7 @@ from svc.engine.errors import (
 from svc.engine.planner.inventory import Inventory
 from svc.model import values
 from svc.model.forma import Forma, Resource
+from svc.model.lazy import LazyMapping
 from svc.model.schema import Schema
 
 
@@ -23,23 +24,32 @@ class Catalog:
     """What the running plugins provide: their namespaces and each resource type's descriptor.
 
     A plugin installed or removed while the agent runs is added or removed here; each change replaces the
-    collections whole, so a plan or a sync pass that holds the previous ones reads a consistent set."""
+    collections whole, so a plan or a sync pass that holds the previous ones reads a consistent set. A type's
+    schema is validated when first read (``LazyMapping``): adding, removing and listing types validate none."""
 
     namespaces: frozenset[str] = frozenset()
     types: Mapping[str, Schema] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.types = LazyMapping.of(self.types)
+
     def namespace_of(self, resource_type: str) -> str:
         return resource_type.split("::", 1)[0]
+
+    def types_of(self, namespace: str) -> LazyMapping[Schema]:
+        """The types of plugin ``namespace`` (any case)."""
+        return LazyMapping.of(self.types).selected(
+            name for name in self.types if self.namespace_of(name).upper() == namespace.upper())
 
     def add(self, namespace: str, types: Mapping[str, Schema]) -> None:
         self.remove(namespace)
         self.namespaces = self.namespaces | {namespace}
-        self.types = {**self.types, **types}
+        self.types = LazyMapping.of(self.types).merged(types)
 
     def remove(self, namespace: str) -> None:
         self.namespaces = frozenset(name for name in self.namespaces if name.upper() != namespace.upper())
-        self.types = {name: schema for name, schema in self.types.items()
-                      if self.namespace_of(name).upper() != namespace.upper()}
+        self.types = LazyMapping.of(self.types).selected(
+            name for name in self.types if self.namespace_of(name).upper() != namespace.upper())
 
 
 def validate_forma(forma: Forma, inventory: Inventory, catalog: Catalog) -> None:
