@@ -10,7 +10,6 @@ from svc.config.model import DatastoreConfig
 from svc.datastore.errors import DatastoreConfigError
 from svc.datastore.interface import Datastore
 from svc.datastore.migrate import migrate as run_migrations
-from svc.datastore.postgres import postgres_engine
 from svc.datastore.sql_base import SqlBase
 from svc.datastore.sql_store import SqlDatastore
 from svc.datastore.sqlite import sqlite_engine
@@ -20,9 +19,16 @@ EngineFactory = Callable[[DatastoreConfig], tuple[sa.Engine, str]]
 
 _BACKENDS: dict[str, EngineFactory] = {
     "sqlite": lambda config: sqlite_engine(config.sqlite),
-    "postgres": lambda config: postgres_engine(config.postgres),
+    "postgres": lambda config: _postgres_engine(config),
     "auroradataapi": lambda config: _aurora_engine(config),
 }
+
+
+def _postgres_engine(config: DatastoreConfig) -> tuple[sa.Engine, str]:
+    # Imported on use: psycopg takes a while to import and an agent on SQLite never needs it.
+    from svc.datastore.postgres import postgres_engine
+
+    return postgres_engine(config.postgres)
 
 
 def _aurora_engine(config: DatastoreConfig) -> tuple[sa.Engine, str]:

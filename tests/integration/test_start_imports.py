@@ -1,0 +1,41 @@
+"""What an agent's start leaves out: the libraries only some starts need are imported when one does.
+
+Alembic (with Mako and Pygments) only when the database is not at the newest revision yet, psycopg only for
+PostgreSQL, the ``libext:``/``tfvars:`` readers' libraries only when a config or forma calls them. Each start
+of an agent paid for all of them before (a quarter of a cached start's CPU). Checked in a fresh interpreter,
+as an agent starts.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from support.engine_worker import sqlite_config
+from svc.datastore import open_datastore
+from svc.datastore.migrate import declared_head, head_revision
+
+_OPEN_AGAIN = """
+import json, sys
+from svc.config.model import DatastoreConfig
+from svc.datastore import open_datastore
+from svc.pkl.ext import ext_readers
+store = open_datastore(DatastoreConfig.model_validate(json.loads(sys.argv[1])))
+store.close()
+print(json.dumps(sorted(name for name in ("alembic", "psycopg", "hcl2", "cryptography", "bcrypt")
+                        if name in sys.modules)))
+"""
+
+
+def test_the_declared_head_is_alembics() -> None:
+    assert declared_head() == head_revision()
+
+
+def test_a_datastore_at_head_opens_without_alembic_or_psycopg(tmp_path: Path) -> None:
+    config = sqlite_config(tmp_path / "svc.db")
+    open_datastore(config).close()  # made and migrated: by Alembic
+    result = subprocess.run([sys.executable, "-c", _OPEN_AGAIN, config.model_dump_json(by_alias=True)],
+                            capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(result.stdout) == []
