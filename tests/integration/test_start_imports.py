@@ -1,9 +1,10 @@
 """What an agent's start leaves out: the libraries only some starts need are imported when one does.
 
 Alembic (with Mako and Pygments) only when the database is not at the newest revision yet, psycopg only for
-PostgreSQL, the ``libext:``/``tfvars:`` readers' libraries only when a config or forma calls them. Each start
+PostgreSQL, the ``libext:``/``tfvars:`` readers' libraries only when a config or forma calls them, boto3 in the
+AWS plugin's process with the first session (the agent waits for that process before it answers). Each start
 of an agent paid for all of them before (a quarter of a cached start's CPU). Checked in a fresh interpreter,
-as an agent starts.
+as an agent or a plugin process starts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,15 @@ from pathlib import Path
 from support.engine_worker import sqlite_config
 from svc.datastore import open_datastore
 from svc.datastore.migrate import declared_head, head_revision
+
+_AWS_PLUGIN = """
+import json, sys
+from svc_plugin_aws import Plugin
+plugin = Plugin()
+before = "boto3" in sys.modules
+plugin.sessions.for_target({"Region": "eu-west-1"})
+print(json.dumps([before, "boto3" in sys.modules]))
+"""
 
 _OPEN_AGAIN = """
 import json, sys
@@ -39,3 +49,9 @@ def test_a_datastore_at_head_opens_without_alembic_or_psycopg(tmp_path: Path) ->
     result = subprocess.run([sys.executable, "-c", _OPEN_AGAIN, config.model_dump_json(by_alias=True)],
                             capture_output=True, text=True, check=True, timeout=120)
     assert json.loads(result.stdout) == []
+
+
+def test_the_aws_plugin_starts_without_boto3_and_imports_it_with_its_first_session() -> None:
+    result = subprocess.run([sys.executable, "-c", _AWS_PLUGIN], capture_output=True, text=True, check=True,
+                            timeout=120)
+    assert json.loads(result.stdout) == [False, True]

@@ -4,6 +4,9 @@ Nothing secret is ever configured: ``boto3.Session(profile_name=…, region_name
 the environment, the shared config and credentials files (the target's ``Profile`` picks a section), or
 the container or instance role. Sessions and clients are cached per target, because building them is
 slow (tens of milliseconds) and boto3 clients are safe to share between threads.
+
+boto3 itself is imported with the first session: its import was most of the plugin process's start, which the
+agent waits for before it answers.
 """
 
 from __future__ import annotations
@@ -13,16 +16,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
-from botocore.config import Config as BotoConfig
 from botocore.exceptions import ProfileNotFound
 
 from svc.plugins.sdk import ErrorCode, Json, PluginError
 
 # The agent retries (with backoff on Throttling) and rate-limits; botocore's own retries stay short so a call
-# answers within the agent's deadline.
-_BOTO_CONFIG = BotoConfig(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=10, read_timeout=30,
-                          max_pool_connections=64)
+# answers within the agent's deadline (made into botocore's Config with the first session).
+_BOTO_CONFIG = {"retries": {"max_attempts": 2, "mode": "standard"}, "connect_timeout": 10, "read_timeout": 30,
+                "max_pool_connections": 64}
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Aws:
 
     target: Target
     session: Any
+    config: Any  # botocore's Config, for every client
     _clients: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -69,7 +71,7 @@ class Aws:
             found = self._clients.get(service)
             if found is None:
                 found = self.session.client(service, region_name=self.target.region,
-                                            endpoint_url=endpoint_url(self.target, service), config=_BOTO_CONFIG)
+                                            endpoint_url=endpoint_url(self.target, service), config=self.config)
                 self._clients[service] = found
             return found
 
@@ -86,11 +88,14 @@ class Sessions:
         with self._lock:
             found = self._cache.get(target)
             if found is None:
+                import boto3
+                from botocore.config import Config
+
                 try:
                     session = boto3.Session(profile_name=target.profile, region_name=target.region)
                 except ProfileNotFound as error:
                     raise PluginError(ErrorCode.INVALID_CREDENTIALS,
                                       f"the AWS profile {target.profile!r} of the target is not in the shared "
                                       f"config or credentials files: {error}") from None
-                found = self._cache[target] = Aws(target, session)
+                found = self._cache[target] = Aws(target, session, Config(**_BOTO_CONFIG))
             return found
