@@ -3,8 +3,9 @@
 Alembic (with Mako and Pygments) only when the database is not at the newest revision yet, psycopg only for
 PostgreSQL, the ``libext:``/``tfvars:`` readers' libraries only when a config or forma calls them, boto3 in the
 AWS plugin's process with the first session (the agent waits for that process before it answers). Each start
-of an agent paid for all of them before (a quarter of a cached start's CPU). Checked in a fresh interpreter,
-as an agent or a plugin process starts.
+of an agent paid for all of them before (a quarter of a cached start's CPU). And the collector runs on the
+agent's thresholds from the CLI's first import, not on CPython's defaults while a few hundred modules load.
+Checked in a fresh interpreter, as an agent or a plugin process starts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 from support.engine_worker import sqlite_config
+from svc.agent.collector import THRESHOLDS
 from svc.datastore import open_datastore
 from svc.datastore.migrate import declared_head, head_revision
 
@@ -30,6 +32,7 @@ print(json.dumps([before, "boto3" in sys.modules]))
 _OPEN_AGAIN = """
 import json, sys
 from svc.config.model import DatastoreConfig
+from svc.agent.collector import THRESHOLDS
 from svc.datastore import open_datastore
 from svc.pkl.ext import ext_readers
 store = open_datastore(DatastoreConfig.model_validate(json.loads(sys.argv[1])))
@@ -37,6 +40,12 @@ store.close()
 print(json.dumps(sorted(name for name in ("alembic", "psycopg", "hcl2", "cryptography", "bcrypt")
                         if name in sys.modules)))
 """
+
+
+def test_the_cli_collects_garbage_on_the_agents_thresholds_from_its_first_import() -> None:
+    result = subprocess.run([sys.executable, "-c", "import gc, svc.cli; print(list(gc.get_threshold()))"],
+                            capture_output=True, text=True, check=True, timeout=120)
+    assert tuple(json.loads(result.stdout)) == THRESHOLDS
 
 
 def test_the_declared_head_is_alembics() -> None:
