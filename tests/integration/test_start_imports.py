@@ -3,7 +3,7 @@
 Alembic (with Mako and Pygments) only when the database is not at the newest revision yet, psycopg only for
 PostgreSQL, the ``libext:``/``tfvars:`` readers' libraries only when a config or forma calls them, boto3 in the
 AWS plugin's process with the first session (the agent waits for that process before it answers). Each start
-of an agent paid for all of them before (a quarter of a cached start's CPU). And the collector runs on the
+of an agent paid for all of them before (about a fifth of a cached start's CPU). And the collector runs on the
 agent's thresholds from the CLI's first import, not on CPython's defaults while a few hundred modules load.
 Checked in a fresh interpreter, as an agent or a plugin process starts.
 """

@@ -7,7 +7,7 @@ PostgreSQL (a transaction-scoped lock also works through the Data API, where eve
 session), ``BEGIN IMMEDIATE`` on SQLite. The second process waits, then finds the schema at head.
 
 A database already at head (every start but the first after an upgrade) is seen without Alembic, whose import
-(with Mako and Pygments) cost a quarter of an agent's start: one read of the version table, compared with the
+(with Mako and Pygments) was a good part of every start's CPU: one read of the version table, compared with the
 newest revision as the scripts declare it.
 """
 
