@@ -91,6 +91,13 @@ def test_one_line_ending_in_a_newline_is_one_value_and_a_diff_needs_more_lines_o
         "/Content:", "  @@ -1,2 +1 @@", "  -a", "  -b", "  +c"]
 
 
+def test_a_stored_template_shows_the_text_its_resolved_parts_make() -> None:
+    template = {"$embed": True, "$parts": [{"$ref": "svc://K#/Path", "$value": "site"}, "/index.html"]}
+    assert value_lines({"Path": template}) == ['/Path: "site/index.html"']
+    assert value_lines({"Path": {**template, "$parts": [{"$ref": "svc://K#/Path"}, "/x"]}}) == [
+        "/Path: (known after apply)"]
+
+
 def test_values_of_a_create_are_listed_leaf_by_leaf_and_envelopes_show_their_value() -> None:
     assert value_lines({"A": {"$value": "x", "$visibility": "Clear"}, "B": [], "C": {"D": [1, {"E": None}]}}) == [
         '/A: "x"', "/B: []", "/C/D/0: 1", "/C/D/1/E: null"]

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from svc.model import values
 from svc.model.wire import DriftChange
 
 MAX_FIELDS = 8  # changed properties shown per resource where a listing is only a reminder (drift)
@@ -37,7 +38,10 @@ def is_secret(value: Any) -> bool:
 def _plain(value: Any) -> Any:
     """Envelopes as their values: a reference or template without one yet is ``UNKNOWN``."""
     if isinstance(value, dict):
-        if "$ref" in value or value.get("$embed") is True or value.get("$res") is True:
+        if value.get("$embed") is True:  # a template: its parts once each reference in it has a value
+            text = values.assemble(value)
+            return UNKNOWN if text is None else text
+        if "$ref" in value or value.get("$res") is True:
             return _plain(value["$value"]) if value.get("$value") is not None else UNKNOWN
         if "$value" in value:
             return _plain(value["$value"])
