@@ -18,7 +18,7 @@ from support.processes import SVC
 
 LABELS = [f"f{n}" for n in range(1, 13)]
 FINISHED = r"12 of 12 resource updates finished \(11 Success, 1 Failed\)"
-DURATION = re.compile(r"^Duration: [0-9.]+s$|^Duration: [0-9]+[hm][0-9]+[ms]$", re.MULTILINE)
+DURATION = re.compile(r"^Duration: ([0-9.]+s|[0-9]+ms|[0-9]+[hm][0-9]+[ms])$", re.MULTILINE)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 
 

@@ -51,8 +51,8 @@ def test_eta_from_the_rate_of_finished_updates(done: int, total: int, elapsed: f
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
-    (0.04, "0.0s"), (4.25, "4.2s"), (9.96, "10.0s"), (12.7, "12s"), (60, "1m00s"), (187, "3m07s"),
-    (3720, "1h02m"), (-3, "0.0s"),
+    (0.016, "16ms"), (0.0999, "100ms"), (0.1, "0.1s"), (4.25, "4.2s"), (9.96, "10.0s"), (12.7, "12s"), (60, "1m00s"), (187, "3m07s"),
+    (3720, "1h02m"), (-3, "0ms"),
 ])
 def test_human_durations(seconds: float, text: str) -> None:
     assert progress.human_duration(seconds) == text

@@ -50,8 +50,10 @@ def eta(done: int, total: int, elapsed: float) -> float | None:
 
 
 def human_duration(seconds: float) -> str:
-    """``0.4s``, ``12s``, ``3m07s``, ``1h02m``: precise for short things, short for long ones."""
+    """``16ms``, ``0.4s``, ``12s``, ``3m07s``, ``1h02m``: precise for short things, short for long ones."""
     seconds = max(seconds, 0.0)
+    if seconds < 0.1:  # a local change takes milliseconds: "0.0s" would read as not measured
+        return f"{round(seconds * 1000)}ms"
     if seconds < 10:
         return f"{seconds:.1f}s"
     whole = int(seconds)
