@@ -30,13 +30,15 @@ def test_machine_mode_changes_nothing_without_yes(world: World) -> None:
 
     applied = world.svc("apply", "--mode", "reconcile", forma, "--yes", "--wait", *MACHINE, input="")
     assert applied.returncode == 0, applied.stderr
-    assert json.loads(applied.stdout)["State"] == "Success" and len(world.cloud.resources()) == 2
+    [command] = json.loads(applied.stdout)["Commands"]  # as svc command status ID prints it
+    assert command["State"] == "Success" and len(world.cloud.resources()) == 2
 
     refused_for_consent(world.svc("destroy", "--query", "stack:app", *MACHINE, input=""))
     refused_for_consent(world.svc("destroy", forma, *MACHINE, input=""))
     assert len(world.cloud.resources()) == 2 and set(world.inventory()) == {"a", "b"}
     destroyed = world.svc("destroy", "--query", "stack:app", "--yes", "--wait", *MACHINE, input="")
-    assert destroyed.returncode == 0 and json.loads(destroyed.stdout)["State"] == "Success", destroyed.stderr
+    assert destroyed.returncode == 0, destroyed.stderr
+    assert json.loads(destroyed.stdout)["Commands"][0]["State"] == "Success", destroyed.stdout
     assert world.cloud.resources() == {}
 
 
@@ -91,7 +93,7 @@ def test_every_printed_command_id_can_be_looked_up(world: World) -> None:
         printed.append(json.loads(result.stdout))
     assert printed[2] == printed[3] == {"CommandId": None}  # no command: nothing to look up
     ids = command_ids(printed)
-    assert ids == [printed[1]["CommandId"]], printed  # the one command that ran
+    assert ids == [printed[1]["Commands"][0]["CommandId"]], printed  # the one command that ran
     for command_id in ids:
         found = world.svc("command", "status", command_id, *MACHINE)
         assert found.returncode == 0, found.stderr

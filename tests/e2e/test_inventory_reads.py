@@ -234,7 +234,7 @@ def test_cli_inventory(seeded: Seeded) -> None:
     assert "Showing the first 2 resources" in limited.stdout
 
     stacks = run_svc("inventory", "stacks", "--config", config, "--output-consumer", "machine")
-    assert [s["Label"] for s in json.loads(stacks.stdout)] == ["dev", "prod"]
+    assert [s["Label"] for s in json.loads(stacks.stdout)["Stacks"]] == ["dev", "prod"]
     stacks_human = run_svc("inventory", "stacks", "--config", config, env=ENV)
     assert "ttl-1h" in stacks_human.stdout and "production" in stacks_human.stdout
     targets = run_svc("inventory", "targets", "--query", "label:eu", "--config", config,

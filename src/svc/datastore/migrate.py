@@ -90,8 +90,11 @@ def _at_head(engine: sa.Engine) -> MigrationResult | None:
         return None
     try:
         with engine.connect() as conn:
+            # Looked up first, not read and failed: on the Data API a failed statement is a logged error.
+            if not sa.inspect(conn).has_table("alembic_version"):
+                return None
             versions = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
-    except sa.exc.SQLAlchemyError:  # no version table yet, or no database: Alembic's path says which
+    except sa.exc.SQLAlchemyError:  # no database: Alembic's path says why
         return None
     return MigrationResult(head, head) if versions == [head] else None
 
