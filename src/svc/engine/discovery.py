@@ -47,6 +47,7 @@ from svc.model.opaque import OpaqueFields, opaque_fields
 from svc.model.records import CommandRecord, ResourceVersion, ResourceWrite, TargetFilter, TargetRecord, every_item
 from svc.model.schema import Schema
 from svc.model.states import CommandState
+from svc.model.wire import DiscoveredResource, DiscoveryReportView
 from svc.plugins.runner import PluginCallError
 from svc.plugins.sdk import ErrorCode, ReadResult
 
@@ -75,12 +76,12 @@ class DiscoveryReport:
     filtered: int = 0
     denied: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    resources: list[dict[str, Any]] = field(default_factory=list)  # new: {Stack, Type, Label, Target, NativeID}
+    resources: list[DiscoveredResource] = field(default_factory=list)  # the new ones
 
     def to_json(self) -> dict[str, Any]:
-        return {"CommandId": self.command_id, "Targets": self.targets, "Listed": self.listed,
-                "Discovered": self.discovered, "Filtered": self.filtered, "Denied": self.denied,
-                "Errors": self.errors, "Resources": self.resources}
+        return DiscoveryReportView(CommandId=self.command_id, Targets=self.targets, Listed=self.listed,
+                                   Discovered=self.discovered, Filtered=self.filtered, Denied=self.denied,
+                                   Errors=self.errors, Resources=self.resources).to_json()
 
 
 def discovery_job(store: Datastore, gateway: PluginGateway, catalog: Catalog, config: AgentConfig,
@@ -322,8 +323,9 @@ class _Run:
             outcomes = await patiently(lambda: self.store.store_resources(batch, command_id=stored_under))
             found = [write for write, outcome in zip(batch, outcomes, strict=True) if outcome.changed]
             self.report.discovered += len(found)
-            self.report.resources += [{"Stack": write.stack, "Type": write.type, "Label": write.label,
-                                       "Target": write.target, "NativeID": write.native_id} for write in found]
+            self.report.resources += [DiscoveredResource(Stack=write.stack, Type=write.type, Label=write.label,
+                                                         Target=write.target, NativeID=write.native_id)
+                                      for write in found]
 
     # -- failures -----------------------------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from svc.model.opaque import opaque_fields
 from svc.model.records import ResourceVersion, ResourceWrite, TargetRecord, every_item
 from svc.model.schema import Schema
 from svc.model.schema_cache import schema_of
+from svc.model.wire import ChangedResource, SyncReportView
 from svc.plugins.sdk import ErrorCode
 
 Json = dict[str, Any]
@@ -74,11 +75,11 @@ class Tally:
     evicted: int = 0  # unmanaged resources a discovery filter now matches
     skipped: int = 0  # not read: busy stack, no plugin serves it, or the read failed
     failures: dict[tuple[str, str], int] = field(default_factory=dict)  # (type, error) → count
-    changed: list[Json] = field(default_factory=list)  # what the pass stored: {Stack, Type, Label, Operation}
+    changed: list[ChangedResource] = field(default_factory=list)  # what the pass stored
 
     def record(self, resource: ResourceVersion, operation: str) -> None:
-        self.changed.append({"Stack": resource.stack, "Type": resource.type, "Label": resource.label,
-                             "Operation": operation})
+        self.changed.append(ChangedResource(Stack=resource.stack, Type=resource.type, Label=resource.label,
+                                            Operation=operation))
 
 
 @dataclass
@@ -88,10 +89,10 @@ class SyncReport:
     unmanaged one a discovery filter now excludes)."""
 
     command_id: str | None
-    changed: list[Json]
+    changed: list[ChangedResource]
 
     def to_json(self) -> Json:
-        return {"CommandId": self.command_id, "Changed": self.changed}
+        return SyncReportView(CommandId=self.command_id, Changed=self.changed).to_json()
 
 
 class SyncPass:
