@@ -135,11 +135,13 @@ def _policy_text(policy: PolicyUpdateView) -> str:
 
 def render_plan(simulation: SimulationView, title: str) -> None:
     """The planned changes of a simulation under ``title``, the summary line and the agent's warnings."""
-    console.print(title, highlight=False, soft_wrap=True, markup=False)
     command = simulation.Command
+    lines = [Text(title)]
     for line in plan_lines(command) if command is not None else []:
         style = _STYLE.get(line[0]) if not line.startswith(" ") else None
-        console.print(Text(line, style=style or ""), highlight=False, soft_wrap=True)
-    console.print(summary_line(command), highlight=False)
+        lines.append(Text(line, style=style or ""))
+    lines.append(Text(summary_line(command)))
+    # One print: Rich's cost is per call, and a big plan is thousands of lines (printed while the agent works).
+    console.print(Text("\n").join(lines), highlight=False, soft_wrap=True)
     for warning in simulation.Warnings or []:
         console.print(Text.assemble(("Warning:", "yellow"), f" {warning}"), highlight=False, soft_wrap=True)

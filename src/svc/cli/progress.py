@@ -181,8 +181,12 @@ def _update_time(update: ResourceUpdateView, now: float) -> str:
     return ""
 
 
-def print_finished(update: ResourceUpdateView) -> None:
-    console.print(update_line(update), highlight=False, soft_wrap=True)
+def print_finished(updates: list[ResourceUpdateView]) -> None:
+    """A line per finished update, in one print: Rich's cost is per call, and a poll may bring hundreds while the
+    agent, on the same machine, still works."""
+    if updates:
+        console.print("\n".join(update_line(update) for update in updates), highlight=False, soft_wrap=True,
+                      markup=False)
 
 
 def print_end(command: CommandView, *, with_failures: bool) -> int:

@@ -155,8 +155,10 @@ def _follow_lines(client: AgentClient, command_id: str) -> CommandView:
 
 def _report(command: CommandView, reported: set[tuple[str, str]]) -> None:
     """One line per update that ended and was not reported yet."""
+    ended = []
     for update in command.ResourceUpdates or []:
         key = (update.ResourceId, update.Operation)
         if update.State in TERMINAL_UPDATE_STATES and key not in reported:
             reported.add(key)
-            print_finished(update)
+            ended.append(update)
+    print_finished(ended)
