@@ -19,6 +19,7 @@ from .registry import TypeSchema
 
 _DRAFT7_PATTERN = Draft7Validator.VALIDATORS["pattern"]
 _DRAFT7_PATTERN_PROPERTIES = Draft7Validator.VALIDATORS["patternProperties"]
+_DRAFT7_ADDITIONAL_PROPERTIES = Draft7Validator.VALIDATORS["additionalProperties"]
 
 
 @functools.cache
@@ -41,9 +42,18 @@ def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
     yield from _DRAFT7_PATTERN_PROPERTIES(validator, checkable, instance, schema)
 
 
+def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    # Which keys a Java-only key pattern matches cannot be told here: every key counts as matched (jsonschema
+    # would compile the pattern, and fail).
+    if any(compiled(pattern) is None for pattern in schema.get("patternProperties") or ()):
+        return
+    yield from _DRAFT7_ADDITIONAL_PROPERTIES(validator, additional, instance, schema)
+
+
 RegistryValidator = validators.extend(Draft7Validator, {
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
     "dependentRequired": Draft202012Validator.VALIDATORS["dependentRequired"],
 })
 
