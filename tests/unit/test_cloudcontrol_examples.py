@@ -9,8 +9,9 @@ import pytest
 from support.cloudcontrol.examples import example_for
 from support.cloudcontrol.models import with_read_only_values
 from support.cloudcontrol.patterns import matching_string
-from support.cloudcontrol.registry import registry
+from support.cloudcontrol.registry import TypeSchema, registry
 from support.cloudcontrol.validation import model_errors
+from support.cloudcontrol.values import present, without_empty
 
 IN_SCOPE_TYPES = 1737  # cfn-lint 1.58.0: 1,854 types, these with create and read handlers (issue 26)
 
@@ -41,6 +42,61 @@ def test_every_type_gets_minimal_properties_and_second_values_its_schema_accepts
         if missing or given_read_only or any(errors.values()):
             failures[type_name] = f"missing {missing}, read-only given {given_read_only}, errors {errors}"
     assert failures == {}
+
+
+def test_no_example_holds_a_value_svc_would_leave_out_as_empty():
+    """svc counts "", [] and {} (and objects of only those) as unset and does not send them, so an example that
+    needs one could not be written as a forma: required values and second values hold something at every depth."""
+    empty: dict[str, object] = {}
+    for type_name in registry().in_scope_type_names():
+        example = example_for(registry().schema(type_name))
+        if without_empty(example.properties) != example.properties:
+            empty[type_name] = example.properties
+        for change in (example.mutable, example.create_only):
+            if change is not None and (not present(change.after)
+                                       or without_empty(change.after) == without_empty(change.before)):
+                empty[type_name] = change
+    assert empty == {}
+
+
+def test_an_empty_marker_is_chosen_only_when_nothing_else_fits():
+    """``{"Drop": {}}`` is a valid rule action, but svc would send ``{}``: another choice that holds something."""
+    [rule] = example_for(registry().schema("AWS::SES::MailManagerRuleSet")).properties["Rules"]
+    assert all(present(action) for action in rule["Actions"]), rule
+    assert example_for(registry().schema("AWS::WorkSpacesWeb::SessionLogger")).properties["EventFilter"] != {"All": {}}
+
+
+def test_tags_hold_a_key_and_a_value():
+    """The plugin's tag class requires both, where a registry schema may not."""
+    example = example_for(registry().schema("AWS::S3Files::AccessPoint"))
+    assert example.mutable is not None and example.mutable.name == "Tags"
+    assert all({"Key", "Value"} <= set(tag) for tag in example.mutable.after)
+
+
+def test_a_write_only_create_only_change_is_offered_only_for_a_value_the_example_sets():
+    """svc tells such a change by the value it sent, and has none for a property the resource was created
+    without: AppSync's MergedApiIdentifier (write-only) is not a replacement svc can see."""
+    schema = registry().schema("AWS::AppSync::SourceApiAssociation")
+    example = example_for(schema)
+    assert example.create_only is None or example.create_only.name not in schema.write_only - set(example.properties)
+
+
+def test_second_values_are_only_for_the_properties_a_module_declares():
+    schema = registry().schema("AWS::Logs::LogGroup")
+    example = example_for(schema, settable={"LogGroupName", "RetentionInDays"})
+    assert example.mutable is not None and example.mutable.name == "RetentionInDays"
+    assert example.create_only is not None and example.create_only.name == "LogGroupName"
+    nothing = example_for(schema, settable=set())
+    assert nothing.mutable is None and nothing.create_only is None
+
+
+def test_a_map_whose_key_pattern_python_cannot_compile_is_not_refused():
+    """A Java-only key pattern (``\\p{L}``) matches keys jsonschema cannot check: every key counts as matched."""
+    schema = TypeSchema("AWS::Test::Map", {"primaryIdentifier": ["/properties/Id"], "properties": {
+        "Id": {"type": "string"},
+        "Labels": {"type": "object", "additionalProperties": False,
+                   "patternProperties": {"^[\\p{L}]+$": {"type": "string"}}}}})
+    assert model_errors(schema, {"Labels": {"name": "x"}}) == []
 
 
 def test_examples_are_the_same_on_every_run():

@@ -4,7 +4,9 @@
 choices tried in order until one validates) and makes the smallest value it allows: required members only,
 ``minItems`` elements, the first enum member, a short string matching the pattern. ``variant`` asks for a
 different valid value of the same schema (the next enum member, the other boolean, a longer array, another
-pattern match), which is how a second value for an update is found.
+pattern match), which is how a second value for an update is found. A required member is never empty (``""``,
+``[]``, ``{}``, or an object holding only empty members) where the schema allows more: svc, as a person writing
+a forma, counts an empty value as unset and leaves it out.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from .validation import validator_for
 
 _MAX_DEPTH = 16
 _VARIANT_TRIES = 4
-# For a property that may be several JSON types, the simplest to make first (JSON documents: see ``_kind``).
+# For a property that may be several JSON types, the simplest to make first (JSON documents: see ``kind``).
 _TYPE_ORDER = ("string", "integer", "number", "boolean", "object", "array")
 _FORMATS = {
     "date-time": ("2024-01-01T00:00:00Z", "2024-06-30T12:00:00Z"),
@@ -30,6 +32,21 @@ _FORMATS = {
 
 class Unsatisfiable(Exception):
     """No value was found that the schema allows."""
+
+
+def without_empty(value: Any) -> Any:
+    """``value`` without the empty lists and objects its objects hold, at any depth: what svc sends of it."""
+    if isinstance(value, dict):
+        kept = {key: without_empty(member) for key, member in value.items()}
+        return {key: member for key, member in kept.items() if member not in ({}, [])}
+    if isinstance(value, list):
+        return [without_empty(item) for item in value]
+    return value
+
+
+def present(value: Any) -> bool:
+    """Whether svc counts ``value`` as set: not null, nor empty once its empty members are left out."""
+    return without_empty(value) not in (None, "", [], {})
 
 
 class ValueMaker:
@@ -54,7 +71,7 @@ class ValueMaker:
         for keyword in ("oneOf", "anyOf"):
             if subschema.get(keyword):
                 return self._choice(subschema, keyword, name=name, variant=variant, depth=depth)
-        kind = self._kind(subschema)
+        kind = self.kind(subschema)
         if kind == "object":
             return self._object(subschema, name=name, variant=variant, depth=depth)
         if kind == "array":
@@ -64,6 +81,22 @@ class ValueMaker:
         if kind == "boolean":
             return variant % 2 == 0
         return self._string(subschema, name=name, variant=variant)
+
+    def set_value(self, subschema: Json, *, name: str = "", variant: int = 0, depth: int = 0) -> Any:
+        """:meth:`value_for`, not empty (see :func:`present`) where the schema allows a value that is not."""
+        value = self.value_for(subschema, name=name, variant=variant, depth=depth)
+        if present(value):
+            return value
+        resolved = self.resolved(subschema)
+        least = {"object": "minProperties", "array": "minItems", "string": "minLength"}.get(self.kind(resolved))
+        if least is None:
+            return value
+        try:
+            wider = self.value_for({**resolved, least: max(1, resolved.get(least, 0))}, name=name, variant=variant,
+                                   depth=depth)
+        except Unsatisfiable:
+            return value
+        return wider if present(wider) and self.is_valid(resolved, wider) else value
 
     # -- structure -------------------------------------------------------------------------------------------
 
@@ -92,6 +125,7 @@ class ValueMaker:
         exactly-one rule included."""
         base = {k: v for k, v in subschema.items() if k != keyword}
         choices = subschema[keyword]
+        fallback: list[Any] = []  # an empty value (a marker such as ``"Drop": {}``): only when no choice has more
         for offset in range(len(choices)):
             choice = self.resolved(choices[(variant + offset) % len(choices)])
             merged = {"properties": {**base.get("properties", {}), **choice.get("properties", {})},
@@ -107,11 +141,16 @@ class ValueMaker:
                     except Unsatisfiable:
                         break
                     if self.is_valid(subschema, value):
-                        return value
+                        if present(value):
+                            return value
+                        fallback.append(value)
+        if fallback:
+            return fallback[0]
         raise Unsatisfiable(f"{name}: no choice of its {keyword} gives a valid value")
 
     @staticmethod
-    def _kind(subschema: Json) -> str:
+    def kind(subschema: Json) -> str:
+        """The JSON type a value of ``subschema`` is made as."""
         declared = subschema.get("type")
         if isinstance(declared, list):
             if "object" in declared:  # a JSON document (a policy) given as an object or its text
@@ -127,24 +166,28 @@ class ValueMaker:
 
     def _object(self, subschema: Json, *, name: str, variant: int, depth: int) -> Json:
         properties: dict[str, Json] = subschema.get("properties", {})
-        wanted = list(dict.fromkeys(subschema.get("required", [])))
+        required = list(dict.fromkeys(subschema.get("required", [])))
         # A map or object that must not be empty gets its first members; another variant, one member more.
-        least = max(subschema.get("minProperties", 0), len(wanted) + 1 if variant else 0)
+        least = max(subschema.get("minProperties", 0), len(required) + 1 if variant else 0)
         least = min(least, subschema.get("maxProperties", least))
-        for member in properties:
-            if len(wanted) >= least:
-                break
-            if member not in wanted:
-                wanted.append(member)
         value: Json = {}
-        for member in wanted:
+        for member in required:
             member_schema = properties.get(member) or self._map_values(subschema) or {}
-            value[member] = self.value_for(member_schema, name=member, variant=variant, depth=depth + 1)
+            value[member] = self.set_value(member_schema, name=member, variant=variant, depth=depth + 1)
+        # Then members that hold something, before empty ones (a marker such as ``"All": {}``, which svc leaves out).
+        for only_present in (True, False):
+            for member in properties:
+                if len(value) >= least:
+                    break
+                if member not in value:
+                    made = self.set_value(properties[member], name=member, variant=variant, depth=depth + 1)
+                    if present(made) or not only_present:
+                        value[member] = made
         free_form = not properties and subschema.get("additionalProperties", True) is not False
         while len(value) < subschema.get("minProperties", 0) or (free_form and len(value) < least):
             key = matching_string(next(iter(subschema.get("patternProperties", {})), ""), variant=len(value)) \
                 or f"key{len(value) + 1}"
-            value[key] = self.value_for(self._map_values(subschema) or {}, name=key, variant=variant,
+            value[key] = self.set_value(self._map_values(subschema) or {}, name=key, variant=variant,
                                         depth=depth + 1)
         return value
 
