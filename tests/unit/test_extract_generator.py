@@ -196,6 +196,19 @@ def test_values_collections_and_coercion() -> None:
     assert "// Unknown: not a property of Box in the installed schema, left out" in text
 
 
+def test_a_union_of_a_class_and_a_mapping_takes_a_value_by_its_keys() -> None:
+    """``RecipeParameters | Mapping<String, String>``: keys the class declares make an object of it, others the
+    mapping, rather than being left out."""
+    union = Shape("object", TAG.id, alternatives=(Shape("mapping", element=Shape()),))
+    catalog = Catalog(resources=CATALOG.resources, configs=CATALOG.configs, classes={**CATALOG.classes, BOX.id: ClassInfo(
+        BOX.id, BOX.module, BOX.name, (*BOX.fields, _field("Parameters", "parameters", union)))})
+    text = generate(forma(box("b", {"Name": "n", "Parameters": {"Key": "k", "Value": "v"}}),
+                          box("c", {"Name": "m", "Parameters": {"limit": "10"}})), catalog).text
+    assert 'parameters = new acme.Tag { key = "k"; value = "v" }' in text
+    assert 'parameters = new Mapping { ["limit"] = "10" }' in text  # `new` alone: Pkl cannot tell which
+    assert "not a property" not in text
+
+
 def test_labels_that_make_the_same_name_get_distinct_locals() -> None:
     text = generate(forma(box("web", {"Name": "1"}), box("web", {"Name": "2"}, stack="other"),
                           box("svc", {"Name": "3"}), box("forma", {"Name": "4"}),

@@ -347,7 +347,22 @@ class _Generator:
                 parts.append(found if isinstance(found, str) else pkl_json(found))
         return string(parts, indent)
 
+    def fitting(self, value: Any, shape: Shape) -> Shape:
+        """Of a union's shapes, the first that ``value`` fits: an object of a class whose fields hold all its
+        keys, a mapping or a collection (a value that fits none is written with the first, as before)."""
+        for candidate in (shape, *shape.alternatives):
+            if isinstance(value, dict) and candidate.kind == "object":
+                info = self.catalog.classes.get(candidate.class_id) if candidate.class_id else None
+                if info is None or all(info.field(key) is not None for key in value):
+                    return candidate
+            elif isinstance(value, dict) and candidate.kind in ("mapping", "map", "dynamic", "any"):
+                return candidate
+            elif isinstance(value, list) and candidate.kind in ("listing", "list", "set", "any"):
+                return candidate
+        return shape
+
     def mapping(self, value: Mapping[str, Any], shape: Shape, indent: str, where: str) -> str:
+        union, shape = bool(shape.alternatives), self.fitting(value, shape)  # Pkl infers no `new`'s type in a union
         info = self.catalog.classes.get(shape.class_id) if shape.class_id else None
         if shape.kind == "object" and info is not None:
             return self.object_value(value, info, indent, where)
@@ -362,7 +377,8 @@ class _Generator:
             return "Map(" + ", ".join(entries) + ")"
         members = [f"[{string(str(k))}] = {self.value(v, element, indent + '  ', f'{where}[{string(str(k))}]')}"
                    for k, v in value.items() if v is not None]
-        head = "new Dynamic" if shape.kind == "dynamic" else ("new" if shape.kind == "mapping" else "new Mapping")
+        head = "new Dynamic" if shape.kind == "dynamic" else ("new" if shape.kind == "mapping" and not union
+                                                              else "new Mapping")
         return _object(head, members, indent)
 
     def object_value(self, value: Mapping[str, Any], info: ClassInfo, indent: str, where: str) -> str:
@@ -377,11 +393,12 @@ class _Generator:
         return _object(f"new {self.class_ref(info)}", members, indent)
 
     def listing(self, items: list[Any], shape: Shape, indent: str, where: str) -> str:
+        union, shape = bool(shape.alternatives), self.fitting(items, shape)
         element = shape.element or Shape("any")
         rendered = [self.value(item, element, indent + "  ", f"{where}[{index}]") for index, item in enumerate(items)]
         if shape.kind in ("list", "set"):
             return ("List(" if shape.kind == "list" else "Set(") + ", ".join(rendered) + ")"
-        head = "new" if shape.kind == "listing" else "new Listing"
+        head = "new" if shape.kind == "listing" and not union else "new Listing"
         return _object(head, rendered, indent)
 
 

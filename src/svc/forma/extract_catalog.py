@@ -35,12 +35,13 @@ class ExtractError(Exception):
 class Shape:
     """The shape of a property's type: ``scalar`` (references and values included), ``object`` (of
     ``class_id`` when known), ``listing``/``list``/``set`` of ``element``, ``mapping``/``map``/``dynamic``
-    with values of ``element``, or ``any``."""
+    with values of ``element``, or ``any``; a union's other shapes are its ``alternatives``."""
 
     kind: str = "scalar"
     class_id: str | None = None
     element: Shape | None = None
     scalars: tuple[str, ...] = ()  # of a scalar: the basic types it admits (String, Int, Float, Number, Boolean)
+    alternatives: tuple[Shape, ...] = ()  # of a union: its other shapes that are not scalars
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Shape:
@@ -48,7 +49,7 @@ class Shape:
             return cls("any")
         inner = data.get("element") or data.get("value")
         return cls(str(data.get("kind", "any")), data.get("class"), cls.from_json(inner) if inner else None,
-                   tuple(data.get("scalars") or ()))
+                   tuple(data.get("scalars") or ()), tuple(cls.from_json(a) for a in data.get("alternatives") or ()))
 
     def class_ids(self) -> Iterator[str]:
         """The classes a value of this shape can hold objects of, at any depth."""
@@ -56,6 +57,8 @@ class Shape:
             yield self.class_id
         if self.element is not None:
             yield from self.element.class_ids()
+        for alternative in self.alternatives:
+            yield from alternative.class_ids()
 
 
 @dataclass(frozen=True)
