@@ -81,6 +81,23 @@ def test_a_write_only_create_only_change_is_offered_only_for_a_value_the_example
     assert example.create_only is None or example.create_only.name not in schema.write_only - set(example.properties)
 
 
+def test_a_second_value_keeps_every_key_of_the_first():
+    """svc never removes a key a forma drops (the provider's value stands), so a policy's definition cannot
+    switch from its ``Static`` choice to ``TemplateLinked``: the second value changes the same choice."""
+    change = example_for(registry().schema("AWS::VerifiedPermissions::Policy")).mutable
+    assert change is not None and change.name == "Definition"
+    assert set(change.before) <= set(change.after), change
+
+
+def test_a_part_of_the_identifier_the_service_makes_up_is_changed_to_another_value():
+    """A view created without a name gets one made up (the stand-in's from the first variant): a replacement
+    asks for another."""
+    schema = registry().schema("AWS::CloudWatch::View")
+    made_up = with_read_only_values(schema, example_for(schema).properties, set())["Name"]
+    change = example_for(schema).create_only
+    assert change is not None and change.name == "Name" and change.after != made_up
+
+
 def test_second_values_are_only_for_the_properties_a_module_declares():
     schema = registry().schema("AWS::Logs::LogGroup")
     example = example_for(schema, settable={"LogGroupName", "RetentionInDays"})

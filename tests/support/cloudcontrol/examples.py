@@ -139,18 +139,32 @@ def _requirements(schema: Json) -> tuple[list[str], list[tuple[str, list[Json]]]
 
 def _second_value(schema: TypeSchema, maker: ValueMaker, properties: Json, names: list[str]) -> Change | None:
     """The first of ``names`` (those already in ``properties`` first, deprecated ones never) with a second value
-    that keeps the whole model valid."""
+    that keeps the whole model valid and that svc sends as it is: nothing empty in it, and every object key of
+    the first value still there (svc never removes a key the forma drops: the provider's value stands, so
+    switching an object from one ``oneOf`` choice to another cannot be written)."""
     deprecated = {path.split("/")[-1] for path in schema.raw.get("deprecatedProperties", ())}
     ordered = sorted((name for name in names if name not in deprecated), key=lambda name: name not in properties)
     for name in ordered:
         before = properties.get(name)
-        for variant in range(0 if before is None else 1, _VARIANTS):
+        # A part of the identifier left out is one the service makes up (the stand-in from the first variant).
+        first = 0 if before is None and name not in schema.primary_identifier else 1
+        for variant in range(first, _VARIANTS):
             try:
                 after = _value(schema, maker, name, variant=variant)
             except Unsatisfiable:
                 break
             after = without_paths({name: after}, schema.read_only_paths).get(name)  # only what a caller may set
-            if present(after) and without_empty(after) != without_empty(before) \
-                    and first_model_error(schema, {**properties, name: after}) is None:
+            if present(after) and without_empty(after) == after and after != without_empty(before) \
+                    and _keeps_keys(before, after) and first_model_error(schema, {**properties, name: after}) is None:
                 return Change(name, before, after)
     return None
+
+
+def _keeps_keys(before: Any, after: Any) -> bool:
+    """Whether every object key of ``before`` is in ``after``, at every depth (lists element by element)."""
+    if isinstance(before, dict):
+        return isinstance(after, dict) and all(key in after and _keeps_keys(value, after[key])
+                                               for key, value in before.items())
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return all(_keeps_keys(b, a) for b, a in zip(before, after, strict=True))
+    return True
