@@ -170,7 +170,8 @@ class _Batch:
                 for update in found:
                     if update.get("State") != "Success":
                         self.ledger.fail(t.type_name, phase, f"{update.get('Operation')} {update.get('State')}: "
-                                         f"{update.get('ErrorMessage')}")
+                                         f"{update.get('ErrorMessage')}; patch "
+                                         f"{json.dumps(update.get('PatchDocument'))}")
                         break
 
     def command(self, phase: str, stage: Stage, *args: str) -> Any:
