@@ -87,6 +87,10 @@ def test_a_second_value_keeps_every_key_of_the_first():
     change = example_for(registry().schema("AWS::VerifiedPermissions::Policy")).mutable
     assert change is not None and change.name == "Definition"
     assert set(change.before) <= set(change.after), change
+    # Inside a list too, element by element, when the second value is longer: a gateway rule's first action.
+    change = example_for(registry().schema("AWS::BedrockAgentCore::GatewayRule")).mutable
+    assert change is not None and change.name == "Actions"
+    assert set(change.before[0]) <= set(change.after[0]), change
 
 
 def test_a_part_of_the_identifier_the_service_makes_up_is_changed_to_another_value():

@@ -161,10 +161,11 @@ def _second_value(schema: TypeSchema, maker: ValueMaker, properties: Json, names
 
 
 def _keeps_keys(before: Any, after: Any) -> bool:
-    """Whether every object key of ``before`` is in ``after``, at every depth (lists element by element)."""
+    """Whether every object key of ``before`` is in ``after``, at every depth (lists element by element, as svc
+    compares an ordered list)."""
     if isinstance(before, dict):
         return isinstance(after, dict) and all(key in after and _keeps_keys(value, after[key])
                                                for key, value in before.items())
-    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
-        return all(_keeps_keys(b, a) for b, a in zip(before, after, strict=True))
+    if isinstance(before, list) and isinstance(after, list):
+        return all(_keeps_keys(b, a) for b, a in zip(before, after, strict=False))
     return True
