@@ -110,10 +110,10 @@ def _names(errors: str, label: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])|\b{camel_identifier(label)}\b", errors) is not None
 
 
-def _updates(command: Any) -> dict[str, list[dict[str, Any]]]:
-    """A command's (or a simulation's command's) resource updates by label."""
-    if isinstance(command, dict) and "ChangesRequired" in command:
-        command = command.get("Command")
+def _updates(output: Any) -> dict[str, list[dict[str, Any]]]:
+    """The resource updates, by label, of a finished command (``{"Commands": [the command]}``) or of a plan's
+    simulation (``{"ChangesRequired": …, "Command": …}``)."""
+    command = output.get("Command") if "ChangesRequired" in output else (output.get("Commands") or [None])[0]
     found: dict[str, list[dict[str, Any]]] = {}
     for update in (command or {}).get("ResourceUpdates") or []:
         found.setdefault(update.get("ResourceLabel") or "", []).append(update)
@@ -152,9 +152,10 @@ class _Batch:
         for t in self.alive:
             self.ledger.fail(t.type_name, phase, message)
 
-    def expect(self, phase: str, command: Any, wanted: dict[str, str]) -> None:
-        """Each label of ``wanted`` succeeded with that operation in ``command``, and nothing else changed."""
-        updates = _updates(command)
+    def expect(self, phase: str, output: Any, wanted: dict[str, str]) -> None:
+        """Each label of ``wanted`` succeeded with that operation in the command ``output`` shows, and nothing else
+        changed."""
+        updates = _updates(output)
         for t in self.alive:
             found = updates.get(t.label, [])
             operation = wanted.get(t.label)
