@@ -4,7 +4,9 @@ Prints:
 - the generator's run time (the registry schemas pinned in cfn-lint → the Pkl modules, in memory);
 - an agent's first start with the AWS plugin (schema extraction of every type, no cache) and its cached
   start (the extraction cache written by the first), each from ``svc agent start`` to a healthy answer;
-- ``svc eval`` of a forma importing 40 generated types from 40 services, one resource each.
+- ``svc eval`` of a forma importing 40 generated types from 40 services, one resource each;
+- a discovery of every discoverable registry type (~1,560) on one target with no resources, every type through
+  Cloud Control on the stand-in (tests/support/cloudcontrol), from ``POST /admin/discover`` to its answer.
 
 Goals (issue 26): first start ≤ 60 s, cached start ≤ 2 s, eval of the 40-type forma ≤ 2 s. Each start and eval
 is printed beside its reference, the same without the registry's types (an agent with the FAKE plugin only;
@@ -26,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -34,7 +38,9 @@ from svc_plugin_aws_gen.handwritten import HAND_WRITTEN  # noqa: E402
 from svc_plugin_aws_gen.outputs import generate  # noqa: E402
 from svc_plugin_aws_gen.registry import load_registry  # noqa: E402
 
-from support.processes import SVC, Agent, free_port, isolated_home  # noqa: E402
+from support.aws import aws_agent, isolated_aws_home  # noqa: E402
+from support.cloudcontrol.client import start_cloudcontrol  # noqa: E402
+from support.processes import SVC, Agent, free_port, isolated_home, run_svc  # noqa: E402
 
 EVAL_TYPES = 40
 PLATFORM = Path(__file__).resolve().parents[1] / "examples" / "aws" / "platform.pkl"
@@ -125,6 +131,27 @@ def timed_eval(forma: Path) -> Timed:
     return timed
 
 
+def timed_discovery(directory: Path) -> str:
+    """One discovery of every discoverable type through Cloud Control on the stand-in, nothing to find."""
+    with start_cloudcontrol(directory / "cloudcontrol.log") as standin, isolated_aws_home(directory):
+        env = {"SVC_AWS_CLOUD_CONTROL_TYPES": "*", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}",
+               **standin.environment()}
+        with aws_agent(directory, env) as agent:
+            target = directory / "target.pkl"
+            target.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'
+                              'forma {\n  new svc.Target { label = "aws"; '
+                              'config = new aws.Config { region = "us-east-1" } }\n}\n')
+            registered = run_svc("apply", "--mode", "patch", str(target), "--yes", "--wait", "--config",
+                                 str(agent.config))
+            assert registered.returncode == 0, registered.stdout + registered.stderr
+            started = time.perf_counter()
+            report = httpx.post(f"{agent.url}/api/v1/admin/discover", timeout=3600).json()
+            wall = time.perf_counter() - started
+            calls = standin.state()["calls"].get("ListResources", 0)
+    return (f"{wall:.1f} s, {calls} ListResources calls ({calls / wall:.0f}/s), "
+            f"{len(report.get('Errors') or [])} errors")
+
+
 def main() -> None:
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     started = time.perf_counter()
@@ -147,6 +174,8 @@ def main() -> None:
               f"{timed_eval(forma_of_forty(directory)).said(one)}   (goal ≤ 2 s)")
         print(f"svc eval of examples/aws/platform.pkl (42 types wired by references): "
               f"{timed_eval(PLATFORM).said(one)}   (goal ≤ 2 s)")
+        print(f"discovery of every discoverable type, nothing to find, through Cloud Control: "
+              f"{timed_discovery(directory)}")
         print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (at the end)")
 
 

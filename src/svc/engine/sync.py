@@ -92,7 +92,8 @@ class SyncReport:
     changed: list[ChangedResource]
 
     def to_json(self) -> Json:
-        return SyncReportView(CommandId=self.command_id, Changed=self.changed).to_json()
+        # CommandId stays in the answer as null when nothing changed (what clients test for).
+        return SyncReportView(CommandId=self.command_id, Changed=self.changed).model_dump(mode="json")
 
 
 class SyncPass:
