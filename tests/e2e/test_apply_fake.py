@@ -4,16 +4,12 @@ the real ``svc`` CLI; what happened is read back from the FAKE cloud's own file 
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import time
 from typing import Any
 
 import httpx
 
 from support.fake_world import NET_AND_SUBNET, World, chain, submit, wait_running
-from support.processes import SVC, run_svc
+from support.processes import run_svc, run_svc_on_terminal
 
 # -- create, update, replace --------------------------------------------------------------------------------
 
@@ -251,34 +247,18 @@ def test_confirmation_needs_a_terminal_unless_yes(world: World) -> None:
     assert world.cloud.resources() == {}
 
 
-def run_in_terminal(world: World, *args: str, answer: bytes, timeout: float = 60) -> tuple[int, str]:
-    """Runs the CLI on a pseudo-terminal (so it asks and shows the live view), typing ``answer``."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen([SVC, *args, "--config", str(world.agent.config)], stdin=follower, stdout=follower,
-                               stderr=follower, env={**os.environ, "COLUMNS": "160", "TERM": "xterm"})
-    os.close(follower)
-    output = b""
-    answered = False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the CLI exited and closed the terminal
-            break
-        output += chunk
-        if not answered and b"[y/N]" in output:
-            os.write(leader, answer)
-            answered = True
-    os.close(leader)
-    return process.wait(timeout=10), output.decode(errors="replace")
+def run_in_terminal(world: World, *args: str, answer: str) -> tuple[int, str]:
+    """The CLI on a pseudo-terminal (so it asks and shows the live view), typing ``answer``."""
+    return run_svc_on_terminal(*args, "--config", str(world.agent.config), answer=answer,
+                               env={"COLUMNS": "160", "TERM": "xterm"}, timeout=60)
 
 
 def test_interactive_apply_asks_then_follows_live(world: World) -> None:
     path = world.forma(chain("a", "b"))
-    code, output = run_in_terminal(world, "apply", "--mode", "reconcile", str(path), answer=b"n\n")
+    code, output = run_in_terminal(world, "apply", "--mode", "reconcile", str(path), answer="n")
     assert code == 0 and "Apply aborted; nothing was changed." in output
     assert world.cloud.resources() == {}
-    code, output = run_in_terminal(world, "apply", "--mode", "reconcile", str(path), answer=b"y\n")
+    code, output = run_in_terminal(world, "apply", "--mode", "reconcile", str(path), answer="y")
     assert code == 0, output
     assert "Apply these changes?" in output and "2 of 2 resource updates finished" in output
     assert "succeeded" in output

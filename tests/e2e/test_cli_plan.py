@@ -10,15 +10,11 @@ the interactive ``svc apply`` likewise runs the plan it showed or nothing.
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import time
 from collections.abc import Callable
 from typing import Any
 
 from support.fake_world import World
-from support.processes import SVC
+from support.processes import run_svc_on_terminal
 
 IMPORTS = ("@fake/app/vault.pkl",)
 
@@ -150,27 +146,10 @@ def test_a_file_that_is_not_a_saved_plan_is_a_one_line_error(world: World) -> No
     assert world.cloud.resources() == {}
 
 
-def run_in_terminal(world: World, *args: str, before_answer: Callable[[], Any], timeout: float = 90
-                    ) -> tuple[int, str]:
+def run_in_terminal(world: World, *args: str, before_answer: Callable[[], Any]) -> tuple[int, str]:
     """The CLI on a pseudo-terminal (so it asks); ``before_answer`` runs once it asks, then it is answered yes."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen([SVC, *args, "--config", str(world.agent.config)], stdin=follower, stdout=follower,
-                               stderr=follower, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"})
-    os.close(follower)
-    output, answered = b"", False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the CLI exited and closed the terminal
-            break
-        output += chunk
-        if not answered and b"[y/N]" in output:
-            before_answer()
-            os.write(leader, b"y\n")
-            answered = True
-    os.close(leader)
-    return process.wait(timeout=10), output.decode(errors="replace")
+    return run_svc_on_terminal(*args, "--config", str(world.agent.config), answer="y",
+                               env={"COLUMNS": "200", "TERM": "xterm"}, timeout=90, before_answer=before_answer)
 
 
 def test_the_interactive_apply_runs_the_plan_it_showed_or_nothing(world: World) -> None:

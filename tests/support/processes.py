@@ -10,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,10 +91,11 @@ def run_svc(*args: str, env: Mapping[str, str] | None = None, input: str | None 
                           env={**os.environ, **(env or {})})
 
 
-def run_svc_on_terminal(*args: str, answer: str, env: Mapping[str, str] | None = None,
-                        timeout: float = 120) -> tuple[int, str]:
+def run_svc_on_terminal(*args: str, answer: str, env: Mapping[str, str] | None = None, timeout: float = 120,
+                        before_answer: Callable[[], object] | None = None) -> tuple[int, str]:
     """Runs the real ``svc`` console script on a pseudo-terminal, as a person would, typing ``answer`` and Enter
-    at its first question. Its exit code and everything it wrote to the terminal."""
+    at its first question (after ``before_answer``, if given: what happens while a person reads the plan). Its
+    exit code and everything it wrote to the terminal."""
     leader, follower = pty.openpty()
     process = subprocess.Popen([SVC, *args], stdin=follower, stdout=follower, stderr=follower,
                                env={**os.environ, "COLUMNS": "200", **(env or {})}, close_fds=True)
@@ -113,6 +114,8 @@ def run_svc_on_terminal(*args: str, answer: str, env: Mapping[str, str] | None =
                 break
             output += chunk
             if not asked and b"?" in output and b"[y/N]" in output:
+                if before_answer is not None:
+                    before_answer()
                 os.write(leader, answer.encode() + b"\r")
                 asked = True
         return process.wait(timeout=max(deadline - time.monotonic(), 1)), output.decode(errors="replace")
