@@ -71,7 +71,8 @@ def test_apply_reconciles_by_default_and_sync_prints_what_changed(world: World) 
     command = apply(world, write_forma(world, "synced.pkl", 'new svc.Stack { label = "synced" }',
                                        item("s1", "as applied", "synced") + item("s2", "kept", "synced")))
     assert (command["Mode"], command["State"]) == ("reconcile", "Success")
-    assert ok(world, "sync").stdout.strip() == "Synchronized: nothing changed outside svc."
+    assert ok(world, "sync").stdout.strip() == ("Synchronized: nothing changed outside svc since the last "
+                                                "synchronization (all drift since the last reconcile: svc drift).")
 
     world.cloud.set_property(native_id(world, "s1"), "Value", "changed by hand")
     shown = ok(world, "sync").stdout

@@ -56,7 +56,8 @@ def sync_command(
 
 def _show_sync(changed: list[ChangedResource]) -> None:
     if not changed:
-        console.print("Synchronized: nothing changed outside svc.")
+        console.print("Synchronized: nothing changed outside svc since the last synchronization "
+                      "(all drift since the last reconcile: svc drift).", highlight=False, soft_wrap=True)
         return
     console.print(f"Synchronized: {len(changed)} resource(s) changed outside svc:", highlight=False)
     for change in changed:
