@@ -195,6 +195,8 @@ def test_grpc_export(tmp_path: Path) -> None:
         with OtlpGrpcCollector() as collector:
             with fake_world(tmp_path, otel_block(collector.endpoint, "grpc")) as world:
                 command = apply_forma(world)
+                # The gauge reads the inventory at most every few seconds: wait for a reading after the apply.
+                collector.received.wait_for(lambda r: resources_gauge(r).get(("FAKE", True)) == 5)
             received = collector.received
             spans = [span for _, span in received.spans()
                      if attributes(span.attributes).get("svc.command.id") == command["CommandId"]]
