@@ -10,14 +10,17 @@ from svc.datastore.errors import (
     DatastoreError,
     DatastoreUnavailable,
     InvalidCursorError,
+    LeadershipLost,
     NotFoundError,
 )
 from svc.datastore.factory import open_datastore, register_backend
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, DESTROY_FIELDS, RESOURCE_FIELDS, InvalidQueryError, Query, parse_query
+from svc.datastore.sqlite_claim import claim_single_agent
+from svc.model.records import LeaseRecord
 
 __all__ = [
     "COMMAND_FIELDS", "DESTROY_FIELDS", "RESOURCE_FIELDS", "ConflictError", "Datastore", "DatastoreConfigError",
-    "DatastoreError", "DatastoreUnavailable", "InvalidCursorError", "InvalidQueryError", "NotFoundError", "Query",
-    "open_datastore", "parse_query", "register_backend",
+    "DatastoreError", "DatastoreUnavailable", "InvalidCursorError", "InvalidQueryError", "LeadershipLost",
+    "LeaseRecord", "NotFoundError", "Query", "claim_single_agent", "open_datastore", "parse_query", "register_backend",
 ]

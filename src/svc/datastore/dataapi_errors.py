@@ -145,7 +145,9 @@ def _sql_error(code: str, message: str, line: str) -> Error:
     if sqlstate is not None:
         if sqlstate.startswith("23"):
             cls = IntegrityError
-        elif sqlstate in ("40001", "40P01") or sqlstate.startswith(("08", "53", "57")):
+        elif sqlstate in ("40001", "40P01", "25P03") or sqlstate.startswith(("08", "53", "57")):
+            # 25P03: the server ended a session left idle in its transaction (a fenced write's timeout, see
+            # ``write_fence``), which rolled the transaction back: transient, as a lost connection is.
             cls = OperationalError
         elif sqlstate.startswith("42"):
             cls = ProgrammingError

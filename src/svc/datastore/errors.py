@@ -19,6 +19,18 @@ class DatastoreUnavailable(DatastoreError):
     """
 
 
+class LeadershipLost(DatastoreUnavailable):
+    """A fenced write was refused: this process no longer holds (or never held) the leader lease.
+
+    A ``DatastoreUnavailable`` so that every "wait and retry" path and the API's 503 treat it as "try later"
+    (another agent leads now); the agent itself exits once it learns it lost the lease. ``epoch`` is the epoch
+    found in the datastore (None when this process does not lead at all, or no lease row exists)."""
+
+    def __init__(self, message: str, epoch: int | None = None) -> None:
+        super().__init__(message)
+        self.epoch = epoch
+
+
 class DatastoreConfigError(DatastoreError):
     """The datastore settings are wrong; ``setting`` names the config field to fix."""
 

@@ -7,7 +7,7 @@ Failures raise ``DatastoreError`` subclasses; ``DatastoreUnavailable`` means "tr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,6 +17,7 @@ from svc.model.records import (
     CancelOutcome,
     CommandRecord,
     DatastoreCounts,
+    LeaseRecord,
     Page,
     PolicyRecord,
     PolicyWrite,
@@ -136,3 +137,23 @@ class Datastore(Protocol):
     # stats
     def counts(self) -> DatastoreCounts:
         """Aggregates for the agent's stats (GROUP BY queries, not a walk over the rows)."""
+
+    # the leader lease and write fencing (``sql_lease``, ``write_fence``); times are the database's clock
+    def read_lease(self, name: str = "agent") -> LeaseRecord | None:
+        """The lease as stored (None: nobody ever took it); ``remaining`` <= 0 when expired or released."""
+
+    def acquire_lease(self, holder: str, holder_url: str, duration: float, name: str = "agent") -> int | None:
+        """Takes the lease if it is released, expired or was never taken; the new epoch, else None (held by
+        another, or its row stayed locked about a second). Two agents racing never both win."""
+
+    def renew_lease(self, holder: str, epoch: int, duration: float, name: str = "agent") -> bool:
+        """Extends the lease to ``duration`` seconds from now if ``holder`` holds it at ``epoch`` (even expired:
+        the unchanged epoch proves nobody took over); False once another epoch holds it."""
+
+    def release_lease(self, holder: str, epoch: int, name: str = "agent") -> bool:
+        """Hands the lease over at once (no holder, expired, epoch kept) if ``holder`` holds it at ``epoch``."""
+
+    def fence_writes(self, epoch: int | None, on_lost: Callable[[int | None], None] | None = None) -> None:
+        """Every later write transaction first checks, in the transaction, that the ``agent`` lease is held at
+        ``epoch``, and raises ``LeadershipLost`` otherwise (calling ``on_lost(found epoch)`` the first time);
+        ``None``: every write raises ``LeadershipLost`` at once. Never called: writes are not fenced."""

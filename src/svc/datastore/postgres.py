@@ -14,12 +14,15 @@ from svc.datastore.sql_base import JSON_CODEC
 
 PREFIX = "agent.datastore.postgres"
 CONNECT_TIMEOUT_SECONDS = 10
+DEFAULT_APPLICATION_NAME = "svc-agent"
 
 
-def connection_params(config: PostgresConfig) -> dict[str, str]:
-    """libpq keywords for ``config``; ``connectionParams`` pairs pass through verbatim (and win)."""
+def connection_params(config: PostgresConfig, application_name: str | None = None) -> dict[str, str]:
+    """libpq keywords for ``config``; ``connectionParams`` pairs pass through verbatim (and win).
+    ``application_name`` (e.g. ``svc-agent-<agent id>``) tells in ``pg_stat_activity`` which agent a session is."""
     params = {"host": config.host, "port": str(config.port), "user": config.user, "dbname": config.database,
-              "application_name": "svc-agent", "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
+              "application_name": application_name or DEFAULT_APPLICATION_NAME,
+              "connect_timeout": str(CONNECT_TIMEOUT_SECONDS)}
     if config.password:
         params["password"] = config.password
     if config.schema_:
@@ -93,8 +96,8 @@ def check_connection(config: PostgresConfig, params: dict[str, str]) -> None:
         raise explain_connect_error(error, config) from None
 
 
-def postgres_engine(config: PostgresConfig) -> tuple[sa.Engine, str]:
-    params = connection_params(config)
+def postgres_engine(config: PostgresConfig, application_name: str | None = None) -> tuple[sa.Engine, str]:
+    params = connection_params(config, application_name)
     check_connection(config, params)
 
     def connect() -> Any:

@@ -17,6 +17,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from svc import jsontext
 from svc.datastore.errors import ConflictError, DatastoreError, DatastoreUnavailable
 from svc.datastore.outage import Availability
+from svc.datastore.write_fence import WriteFence
 
 T = TypeVar("T")
 log = logging.getLogger("svc.datastore")
@@ -86,6 +87,8 @@ class SqlBase:
         self.backend = backend
         self.describe = describe
         self.availability = Availability(describe)  # logs an outage's start and end (``outage``)
+        # Set by ``fence_writes`` (``sql_lease``): every write transaction first checks the leader lease's epoch.
+        self.write_fence: WriteFence | None = None
 
     # -- error translation -------------------------------------------------------------------------------
 
@@ -127,21 +130,35 @@ class SqlBase:
         self.availability.answered(began)
 
     @contextmanager
-    def write(self) -> Iterator[sa.Connection]:
-        """A write transaction; on SQLite it holds the database write lock from its first statement."""
+    def write(self, *, fenced: bool = True) -> Iterator[sa.Connection]:
+        """A write transaction; on SQLite it holds the database write lock from its first statement. Once
+        ``fence_writes`` was called, it first checks in the same transaction that this process still leads
+        (``LeadershipLost`` otherwise); ``fenced=False`` is for the lease's own writes only."""
         began = time.monotonic()
         try:
-            with self.engine.connect() as base:
-                conn = base.execution_options(**{WRITE_OPTION: True})
-                with conn.begin():
-                    yield conn
+            with self._transaction(self.write_fence if fenced else None) as conn:
+                yield conn
         except (sa.exc.SQLAlchemyError, OSError) as error:
             raise self._failed(error, began) from error
         self.availability.answered(began)
 
+    @contextmanager
+    def _transaction(self, fence: WriteFence | None) -> Iterator[sa.Connection]:
+        """A write transaction, its errors untranslated; first, when ``fence`` is given, the check that this process
+        still leads (in the transaction, so that the check and the writes commit together or not at all)."""
+        if fence is not None:
+            fence.refuse_if_lost()
+        with self.engine.connect() as base:
+            conn = base.execution_options(**{WRITE_OPTION: True})
+            with conn.begin():
+                if fence is not None:
+                    fence.check(conn)
+                yield conn
+
     def write_retrying(self, work: Callable[[sa.Connection], T]) -> T:
         """Runs ``work`` in a write transaction, again from scratch when a concurrent writer got there first
-        (``Retry`` or a unique-index violation); gives up with ``ConflictError`` after a few attempts."""
+        (``Retry`` or a unique-index violation); gives up with ``ConflictError`` after a few attempts. Fenced as
+        ``write`` is: ``LeadershipLost`` ends it at once (it is no conflict, a retry cannot help)."""
         last: Exception | None = None
         began = time.monotonic()
         for attempt in range(_WRITE_ATTEMPTS):
@@ -149,10 +166,8 @@ class SqlBase:
                 # Jittered backoff so that colliding writers stop colliding.
                 time.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 8)))
             try:
-                with self.engine.connect() as base:
-                    conn = base.execution_options(**{WRITE_OPTION: True})
-                    with conn.begin():
-                        result = work(conn)
+                with self._transaction(self.write_fence) as conn:
+                    result = work(conn)
                 self.availability.answered(began)
                 return result
             except Retry as error:

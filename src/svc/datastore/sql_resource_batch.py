@@ -207,6 +207,7 @@ class AnalyzeSchedule:
             return
         self.next_at = self.written * 2
         try:
+            # Not fenced (``write_fence``): statistics change no data, so an ex-leader's refresh harms nothing.
             with engine.begin() as conn:
                 conn.exec_driver_sql("ANALYZE resources")
         except sa.exc.SQLAlchemyError as error:  # e.g. not the table's owner: the load goes on without

@@ -256,3 +256,21 @@ background_runs = sa.Table(
     sa.Column("last_success_at", UtcDateTime, nullable=True),
     sa.Column("details", Json, nullable=False),
 )
+
+# Who leads among the agents sharing one datastore (``sql_lease``): one row per lease name (the agent's is
+# "agent"), written only through compare-and-swap statements. ``epoch`` never decreases: each taking of the lease
+# adds one, so an epoch names one leadership and fenced writes compare it. The times are the DATABASE's clock
+# (``clock_timestamp()`` / SQLite's ``'now'``), never an agent's, so agents with skewed clocks agree on expiry;
+# they are written and compared in SQL only (SQLite stores them as text, compared through ``julianday``).
+LeaseTime = sa.DateTime(timezone=True)
+
+leader_lease = sa.Table(
+    "leader_lease", metadata,
+    sa.Column("name", Label, primary_key=True),
+    sa.Column("holder", sa.Text, nullable=True),  # the holder's agent id; NULL once released
+    sa.Column("holder_url", sa.Text, nullable=False),  # where the holder serves its API ("" when released)
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("expires_at", LeaseTime, nullable=False),
+    sa.Column("acquired_at", LeaseTime, nullable=False),
+    sa.Column("renewed_at", LeaseTime, nullable=False),
+)

@@ -295,3 +295,13 @@ class RunRecord:
     finished_at: datetime | None
     last_success_at: datetime | None
     details: Json
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """The leader lease as the datastore holds it (``Datastore.read_lease``)."""
+
+    holder: str | None  # agent id of the holder; None when released
+    holder_url: str  # where the holder serves its API ("" when released)
+    epoch: int  # how many times the lease was taken (0 before anyone ever held it)
+    remaining: float  # seconds until expiry by the database clock (<= 0: expired or released)
