@@ -23,7 +23,7 @@ from svc.api import AgentInfo, create_app
 from svc.api.app import Engine
 from svc.config import AgentConfig, load_config
 from svc.config.passwords import is_bcrypt_hash
-from svc.datastore import Datastore, DatastoreError, open_datastore
+from svc.datastore import Datastore, DatastoreError, claim_single_agent, open_datastore
 from svc.engine import build_engine
 from svc.ids import persistent_id
 from svc.paths import data_dir, pid_file
@@ -90,6 +90,15 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _claim_datastore(config: AgentConfig, claims: contextlib.ExitStack) -> None:
+    """On SQLite, makes this agent the file's only one until ``claims`` closes or the process ends (the server
+    backends elect a leader instead); a second agent on the file fails here, before touching the database."""
+    try:
+        claims.enter_context(claim_single_agent(config.datastore))
+    except DatastoreError as error:
+        raise AgentError(str(error)) from error
+
+
 def _open_datastore(config: AgentConfig) -> Datastore:
     """Connects to the datastore and migrates it; any failure is one line naming the setting."""
     log.info("opening the %s datastore", config.datastore.datastore_type)
@@ -116,6 +125,8 @@ def start_agent(config_path: Path) -> None:
         raise AgentError(f"an agent is already running (PID {pid}); stop it with: svc agent stop")
     sock = _listen(config.server.bind_address, config.server.port)
     log_file = configure_logging(config.logging)
+    claims = contextlib.ExitStack()
+    _claim_datastore(config, claims)
     datastore = _open_datastore(config)
     info = AgentInfo(
         version=os.environ.get(TEST_VERSION_OVERRIDE) or __version__,
@@ -150,6 +161,7 @@ def start_agent(config_path: Path) -> None:
         sock.close()
         telemetry.shutdown()  # flushes the last spans, metrics and log records; reads resource counts
         datastore.close()
+        claims.close()
         log.info("svc agent stopped")
 
 
