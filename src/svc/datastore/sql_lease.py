@@ -138,5 +138,7 @@ class LeaseStore(SqlBase):
         """From now on every write transaction of this datastore object first checks, inside the transaction and
         under a share lock on the lease row, that the ``agent`` lease is held at ``epoch`` (``write_fence``);
         ``LeadershipLost`` otherwise, after ``on_lost(found epoch)`` the first time. ``epoch=None``: this process
-        does not lead, every write raises ``LeadershipLost`` at once. Never called: writes are not fenced."""
+        does not lead, every write raises ``LeadershipLost`` at once. Never called: writes are not fenced.
+        ``on_lost`` runs on the writing thread, inside the refused transaction: it must return at once (set an
+        event, schedule the exit)."""
         self.write_fence = WriteFence(epoch, on_lost)
