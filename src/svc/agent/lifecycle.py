@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
@@ -9,8 +10,9 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -20,11 +22,13 @@ from svc.agent.errors import AgentError
 from svc.agent.logs import configure_logging
 from svc.agent.pidfile import is_alive, remove_pid, running_pid, write_pid
 from svc.api import AgentInfo, create_app
-from svc.api.app import Engine
 from svc.config import AgentConfig, load_config
 from svc.config.passwords import is_bcrypt_hash
 from svc.datastore import Datastore, DatastoreError, claim_single_agent, open_datastore
+from svc.engine import Engine as SvcEngine
 from svc.engine import build_engine
+from svc.engine.leadership import Leadership, LeaseHolder, SoleLeader, advertised_url
+from svc.engine.sealing import is_sealing_key
 from svc.ids import persistent_id
 from svc.paths import data_dir, pid_file
 from svc.pkl import stop_shared_server
@@ -41,7 +45,22 @@ _STOP_TIMEOUT_SECONDS = 10.0
 
 class _Server(uvicorn.Server):
     """uvicorn re-raises SIGINT/SIGTERM after shutting down, which kills the process before our
-    clean-up runs; here a signal only asks the server to stop (a second one forces it)."""
+    clean-up runs; here a signal only asks the server to stop (a second one forces it). A leader hands its lease
+    over at once, while uvicorn still lets the requests under way finish."""
+
+    def __init__(self, config: uvicorn.Config, leadership: Leadership) -> None:
+        super().__init__(config)
+        self._leadership = leadership
+        self._handing_over: asyncio.Task[None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # A signal handler may run in the middle of the event loop's own code: the hand-over starts on its next turn.
+        asyncio.get_running_loop().call_soon_threadsafe(self._hand_over)
+
+    def _hand_over(self) -> None:
+        if self._handing_over is None:
+            self._handing_over = asyncio.get_running_loop().create_task(self._leadership.step_down())
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -70,6 +89,13 @@ def check_agent_config(config: AgentConfig) -> None:
             raise AgentError(f"agent.server.{field}: file {value} does not exist")
     if (problem := telemetry_problem(config.o_tel)) is not None:
         raise AgentError(problem)
+    if config.sealing_key is not None and not is_sealing_key(config.sealing_key):
+        raise AgentError("agent.sealingKey is not a Fernet key (32 url-safe base64-encoded bytes); generate one with: "
+                         "python3 -c \"import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())\"")
+    leadership = config.leadership
+    if leadership.renew_interval >= leadership.lease_duration:
+        raise AgentError(f"agent.leadership.renewInterval ({leadership.renew_interval.total_seconds():g}s) must be "
+                         f"shorter than leaseDuration ({leadership.lease_duration.total_seconds():g}s)")
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -108,12 +134,24 @@ def _open_datastore(config: AgentConfig) -> Datastore:
         raise AgentError(f"cannot open the datastore: {error}") from error
 
 
-def _build_engine(config: AgentConfig, datastore: Datastore, info: AgentInfo) -> Engine:
+def _build_engine(config: AgentConfig, datastore: Datastore, info: AgentInfo) -> SvcEngine:
     """The engine with the enabled plugins loaded; the API starts it before serving and stops it after."""
     try:
         return build_engine(config, datastore, agent_id=info.agent_id, agent_version=info.version)
     except PluginLoadError as error:
         raise AgentError(str(error)) from error
+
+
+def _leadership(config: AgentConfig, datastore: Datastore, engine: SvcEngine, agent_id: str) -> Leadership:
+    """An SQLite datastore's agent leads alone; agents sharing PostgreSQL or Aurora lead by its lease."""
+    url = advertised_url(config)
+    if datastore.backend == "sqlite":
+        return SoleLeader(engine, agent_id, url)
+
+    def set_gate(check: Callable[[], Awaitable[None]] | None) -> None:
+        engine.gateway.gate.check = check
+
+    return LeaseHolder(engine, datastore, config.leadership, agent_id, url, set_gate=set_gate)
 
 
 def start_agent(config_path: Path) -> None:
@@ -134,12 +172,14 @@ def start_agent(config_path: Path) -> None:
         plugin_versions={plugin.namespace.upper(): plugin.version for plugin in installed_plugins()},
     )
     telemetry = start_telemetry(config, agent_id=info.agent_id, version=info.version, counts=datastore.counts)
-    app = create_app(config, info, datastore, _build_engine(config, datastore, info))
+    engine = _build_engine(config, datastore, info)
+    leadership = _leadership(config, datastore, engine, info.agent_id)
+    app = create_app(config, info, datastore, engine, leadership)
     # Pkl was needed for the config and the plugins' schemas only (another use starts it again); left running,
     # its idle server would hold about 40 MB for the agent's lifetime.
     stop_shared_server()
     telemetry.mount(app)
-    server = _Server(uvicorn.Config(
+    server = _Server(leadership=leadership, config=uvicorn.Config(
         app,
         ssl_certfile=config.server.tls_cert and str(Path(config.server.tls_cert).expanduser()),
         ssl_keyfile=config.server.tls_key and str(Path(config.server.tls_key).expanduser()),

@@ -137,6 +137,13 @@ class TargetReaperConfig(_Durations):
     default_max_unreachable: timedelta = timedelta(hours=24)
 
 
+class LeadershipConfig(_Durations):
+    lease_duration: timedelta = timedelta(seconds=10)
+    renew_interval: timedelta = timedelta(seconds=2)
+    poll_interval: timedelta = timedelta(milliseconds=250)
+    advertise_url: str | None = None
+
+
 class AuthorizedUser(_Model):
     username: str
     password: str = Field(repr=False)
@@ -197,6 +204,8 @@ class AgentConfig(_Model):
     o_tel: OTelConfig = Field(alias="oTel")
     stack_expirer: StackExpirerConfig
     target_reaper: TargetReaperConfig = Field(default_factory=TargetReaperConfig)
+    leadership: LeadershipConfig = Field(default_factory=LeadershipConfig)
+    sealing_key: str | None = Field(default=None, repr=False)
     auth: AgentAuthConfig | None = None
 
 

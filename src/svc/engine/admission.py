@@ -18,7 +18,7 @@ from svc.datastore.query import DESTROY_FIELDS, parse_query
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
 from svc.engine.command_records import UpdateData, command_record, shown_change, update_record
-from svc.engine.errors import ConflictingCommands, InvalidForma, PlanChanged, TargetReaped
+from svc.engine.errors import ConflictingCommands, InvalidForma, NotLeading, PlanChanged, TargetReaped
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
 from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
@@ -56,6 +56,15 @@ class Admission:
         self.jobs = jobs  # read when a command ends, for discovery after it: filled after construction
         self.provenance = provenance
         self._lock = asyncio.Lock()
+        self._open = False  # only while this agent leads
+
+    def open(self) -> None:
+        self._open = True
+
+    async def close(self) -> None:
+        """Waits for the submission being admitted, then refuses the next ones (``NotLeading``)."""
+        async with self._lock:
+            self._open = False
 
     async def apply(self, request: ApplyRequest, caller: Caller) -> Submission:
         forma = await asyncio.to_thread(unseal_forma, request.forma, self.sealer)  # a saved plan's forma
@@ -92,6 +101,9 @@ class Admission:
         # up: a simulation, or a submission that needs no change and moves no baseline, answers "".
         command_id = "" if simulate else new_id()
         async with self._lock:
+            if not self._open:
+                raise NotLeading("this agent is handing over to another one and takes no more submissions; "
+                                 "retry in a moment")
             if request.command == "apply" and request.forma is not None and not simulate:
                 await self._refuse_reaped_targets(request.forma)
             changeset = await self._plan(request, drift_stacks)

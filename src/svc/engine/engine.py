@@ -37,6 +37,7 @@ from svc.engine.service import (
     Submission,
 )
 from svc.engine.writer import BatchWriter
+from svc.model.states import TERMINAL_COMMAND_STATES
 
 if TYPE_CHECKING:
     from svc.engine.discovery import DiscoveryReport
@@ -64,26 +65,48 @@ class Engine:
         self.jobs: dict[str, PeriodicJob] = {}  # background work by name ("synchronization", "discovery", …)
         self.plugins: PluginManager | None = None  # plugin management; the composition root makes it
         self.runs = Runs(datastore, self.writer, gateway)
+        self.leading = False
         self.admission = Admission(datastore, catalog, sealer, self.runs, self.jobs,
                                    Provenance(self.settings.agent_id, self.settings.agent_version))
 
     # -- lifetime -----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Starts the plugins, then resumes every unfinished command (crash recovery)."""
+        """Starts the plugins and leads (an agent that is alone on its datastore)."""
+        await self.start_plugins()
+        await self.lead()
+
+    async def start_plugins(self) -> None:
+        """Starts the plugins: a follower keeps them ready for the moment it leads."""
         await self.gateway.start()
+
+    async def lead(self) -> None:
+        """Resumes every unfinished command (crash recovery, or a takeover from another agent), then starts the
+        background jobs. Only the agent holding the datastore's lease may call it."""
+        self.leading = True
         incomplete = await asyncio.to_thread(queries.incomplete_commands, self.store)
         for command in sorted(incomplete, key=lambda c: (c.start_ts, c.id)):
             await recover(self.store, self.sealer, self.runs, command)
+        self.admission.open()  # after the resumed commands are stored as running: new ones are checked against them
         for job in self.jobs.values():
             job.start()
 
-    async def stop(self) -> None:
-        """Stops background jobs and running commands where they are (a later start resumes them), then
-        closes the plugins."""
+    async def stop_leading(self) -> None:
+        """Lets the submissions being admitted finish, refuses new ones (``NotLeading``), stops the background
+        jobs and the running commands where they are, and stores what they wrote: another agent resumes them."""
+        if not self.leading:
+            return
+        self.leading = False
+        await self.admission.close()
         for job in self.jobs.values():
             await job.stop()
         await self.runs.stop()
+        await self.writer.flush()
+
+    async def stop(self) -> None:
+        """Stops leading (a later start, here or on another agent, resumes the commands), then closes the
+        plugins."""
+        await self.stop_leading()
         await self.writer.close()
         await self.gateway.close()
 
@@ -110,7 +133,10 @@ class Engine:
                                        updated_since=updated_since)
 
     async def await_end(self, command_id: str, timeout: float) -> None:
-        await self.runs.await_end(command_id, timeout)
+        if self.leading:
+            await self.runs.await_end(command_id, timeout)
+        else:  # another agent runs it: watch what it stores
+            await _stored_end(self.store, command_id, timeout)
 
     async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
                        max_results: int) -> list[StoredCommand]:
@@ -162,3 +188,20 @@ class Engine:
         if job is None:
             raise JobNotRunning(name)
         return job
+
+
+_STORED_END_POLL_SECONDS = 0.25
+
+
+async def _stored_end(store: Datastore, command_id: str, timeout: float) -> None:
+    """Until the stored command is in a final state, or ``timeout`` seconds passed (a follower watching a command
+    the leader runs)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        command = await asyncio.to_thread(store.get_command, command_id)
+        if command is None or command.state in TERMINAL_COMMAND_STATES:
+            return
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            return
+        await asyncio.sleep(min(_STORED_END_POLL_SECONDS, remaining))

@@ -141,6 +141,14 @@ class SealedSecretUnreadable(EngineError):
     status = 400
 
 
+class NotLeading(EngineError):
+    """This agent does not lead (it is handing the lease over, or has not taken it yet): another agent will take
+    the submission. Nothing was stored; retry."""
+
+    error_type = "NotLeading"
+    status = 503
+
+
 # -- plugin management (POST /plugins/install | uninstall | update) ----------------------------------------------
 
 

@@ -110,7 +110,8 @@ def build_engine(config: AgentConfig, datastore: Datastore, *, key_file: Path | 
         types = types.merged(plugin_types)
     gateway = PluginGateway(runners, retry=retry_policy(config.retry), plugins=limits)
     catalog = Catalog(frozenset(runners), types)
-    engine = Engine(datastore, gateway, catalog, Sealer.from_file(key_file),
+    sealer = Sealer(config.sealing_key.encode()) if config.sealing_key else Sealer.from_file(key_file)
+    engine = Engine(datastore, gateway, catalog, sealer,
                     EngineSettings(agent_id=agent_id, agent_version=agent_version))
     engine.plugins = _plugin_manager(config, engine, remembered, in_process)
     sync = config.synchronization

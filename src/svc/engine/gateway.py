@@ -50,16 +50,31 @@ class PluginLimits:
     retry: RetryPolicy | None = None
 
 
+class ChangeGate:
+    """Whether this agent may change the cloud now: always, unless its leadership installs a ``check`` (an agent
+    sharing its datastore with others must hold the lease, so that one paused past its lease issues no call)."""
+
+    __slots__ = ("check",)
+
+    def __init__(self) -> None:
+        self.check: Callable[[], Awaitable[None]] | None = None
+
+    async def passage(self) -> None:
+        if self.check is not None:
+            await self.check()
+
+
 class PluginAccess:
     """One plugin as the gateway serves it: its runner, retry policy and limits, looked up once."""
 
-    __slots__ = ("namespace", "runner", "policy", "limits", "_warned")
+    __slots__ = ("namespace", "runner", "policy", "limits", "gate", "_warned")
 
-    def __init__(self, runner: PluginRunner, policy: RetryPolicy, limits: NamespaceLimits) -> None:
+    def __init__(self, runner: PluginRunner, policy: RetryPolicy, limits: NamespaceLimits, gate: ChangeGate) -> None:
         self.namespace = runner.namespace
         self.runner = runner
         self.policy = policy
         self.limits = limits
+        self.gate = gate
         self._warned: set[str] = set()
 
     def warn_once(self, subject: str, message: str) -> None:
@@ -118,6 +133,7 @@ class PluginAccess:
             progress = await self._reattach(call, attempt, issue, record)
         else:
             await record(attempt, None)
+            await self.gate.passage()
             progress = await issue(_with_token(call, attempt.token))
         polling = False
         while True:
@@ -155,6 +171,7 @@ class PluginAccess:
             attempt.token = f"{attempt.token.split('.')[0]}.{attempt.number}"
             attempt.request_id = None
             await record(attempt, None)
+            await self.gate.passage()
             progress = await issue(_with_token(call, attempt.token))
 
     async def _reattach(self, call: Call, attempt: Attempt, issue: _Issue, record: Record) -> Progress:
@@ -163,6 +180,7 @@ class PluginAccess:
         progress = await self.runner.status(call, attempt.request_id or attempt.token, attempt.native_id)
         if progress.status is Status.FAILURE and progress.error_code is ErrorCode.NOT_FOUND and not attempt.request_id:
             await record(attempt, None)
+            await self.gate.passage()
             return await issue(_with_token(call, attempt.token))
         return progress
 
@@ -221,6 +239,7 @@ class PluginGateway:
                  plugins: Mapping[str, PluginLimits] | None = None) -> None:
         self.runners = dict(runners)
         self._retry = retry or RetryPolicy()
+        self.gate = ChangeGate()  # every plugin's creates, updates and deletes pass it
         configured = {name.upper(): limits for name, limits in (plugins or {}).items()}
         self._plugins: dict[str, PluginAccess] = {}  # by namespace upper-cased, and as callers spell it
         for name, runner in self.runners.items():
@@ -228,7 +247,7 @@ class PluginGateway:
 
     def _access(self, runner: PluginRunner, limits: PluginLimits) -> PluginAccess:
         return PluginAccess(runner, limits.retry or self._retry,
-                            NamespaceLimits(limits.requests_per_second, limits.max_in_flight))
+                            NamespaceLimits(limits.requests_per_second, limits.max_in_flight), self.gate)
 
     async def add(self, runner: PluginRunner, limits: PluginLimits) -> None:
         """Starts a plugin installed while the agent runs and serves its namespace from now on."""

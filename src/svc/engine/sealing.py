@@ -18,6 +18,14 @@ class SealError(Exception):
     """A sealed value cannot be opened (another agent's key, or a lost key file)."""
 
 
+def is_sealing_key(key: str) -> bool:
+    try:
+        Fernet(key.encode())
+    except ValueError:
+        return False
+    return True
+
+
 class Sealer:
     def __init__(self, key: bytes) -> None:
         self._fernet = Fernet(key)

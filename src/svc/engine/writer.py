@@ -110,6 +110,7 @@ class BatchWriter:
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._unsettled: set[asyncio.Future[Any]] = set()  # queued or committing (``flush``)
         # Its thread starts with the first batch.
         self._thread = ThreadPoolExecutor(1, "svc-writer", initializer=_below_the_event_loop)
 
@@ -123,7 +124,14 @@ class BatchWriter:
             raise WriterClosed("the engine has stopped: nothing more is written")
         self._ensure()
         self._queue.put_nowait(pending)
+        self._unsettled.add(pending.future)
+        pending.future.add_done_callback(self._unsettled.discard)
         return pending.future
+
+    async def flush(self) -> None:
+        """Until every write queued so far is committed (or failed): what a stopping run handed over is stored."""
+        if self._unsettled:
+            await asyncio.wait(set(self._unsettled))
 
     async def store_resource(self, write: ResourceWrite, command_id: str | None) -> StoreOutcome:
         return await self._submit(_Pending("resource", write, command_id))
