@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,6 +64,8 @@ def test_followers_serve_reads_and_forward_submissions(group: AgentGroup) -> Non
     leader = group.wait_leader()
     follower = group.follower()
     assert follower.health() == {"Role": "follower", "AgentId": follower.agent_id, "Leader": leader.agent_id}
+    status = group.svc(follower, "agent", "status", "--output-consumer", "machine")
+    assert (json.loads(status.stdout)["Role"], json.loads(status.stdout)["Leader"]) == ("follower", leader.agent_id)
     # A submission sent to the follower runs on the leader; both read it back from the datastore.
     command_id = _submit(group, follower, group.forma(5))
     final = group.wait_terminal(command_id)
@@ -146,3 +149,47 @@ def test_a_paused_leader_resumed_after_losing_the_lease_writes_nothing(group: Ag
         writers = {row[0] for row in connection.execute("SELECT DISTINCT app FROM write_audit")}
     assert late == []
     assert f"svc-agent-{paused.agent_id}" in writers  # the audit sees the paused agent's earlier writes
+
+
+def test_a_rolling_replacement_fails_no_client_call(group: AgentGroup) -> None:
+    """As ECS rolls the full-control service (minimumHealthyPercent 100, maximumPercent 200): the old task leaves
+    the load balancer, drains, gets SIGTERM, and a new one takes its place; three times over, while a client
+    applies and lists through the balancer without a pause."""
+    from support.balancer import Balancer
+
+    failures: list[str] = []
+    calls = 0
+    stop = threading.Event()
+
+    def client_loop(url: str) -> None:
+        nonlocal calls
+        member = group.members[0]
+        iteration = 0
+        while not stop.is_set():
+            iteration += 1
+            applied = group.svc(member, "--api-url", url, "apply", str(group.forma(5, name=f"f{iteration}.pkl",
+                                                                                     value=f"x{iteration}")),
+                                "--yes", "--wait")
+            listed = group.svc(member, "--api-url", url, "inventory", "resources", "--output-consumer", "machine")
+            calls += 2
+            for result in (applied, listed):
+                if result.returncode != 0:
+                    failures.append(f"{' '.join(result.args[:4])}: {result.stdout[-500:]} {result.stderr[-500:]}")
+
+    with Balancer(health_check=True) as balancer:
+        for member in group.members:
+            balancer.register(member.agent.port)
+        client = threading.Thread(target=client_loop, args=(balancer.url,), daemon=True)
+        client.start()
+        time.sleep(2)
+        for _ in range(3):
+            old = group.wait_leader()
+            balancer.deregister(old.agent.port, drain=True)
+            group.kill(old, signal.SIGTERM)
+            group.restart(old)
+            balancer.register(old.agent.port)
+            time.sleep(1)
+        stop.set()
+        client.join(timeout=180)
+    assert failures == []
+    assert calls >= 6

@@ -81,7 +81,8 @@ PLUGIN_INFO = {"Namespace": str, "Version": str, "NodeName": str, "MaxRequestsPe
                                                                    "RetryDelay": int}}
 STATS = {"Version": str, "AgentId": str, "Clients": int, "Commands": COUNTS, "States": COUNTS, "Stacks": int,
          "Resources": COUNTS, "UnmanagedResources": COUNTS, "Targets": COUNTS, "ResourceTypes": COUNTS,
-         "Plugins": [PLUGIN_INFO], "ReapPendingTargets": int, "ReapedTargets": int}
+         "Plugins": [PLUGIN_INFO], "ReapPendingTargets": int, "ReapedTargets": int, "Role?": str,
+         "Leader?": str}
 CANCEL = {"CommandIds": [str], "ResourceUpdateStates?": {str: {"State": str, "ForceCanceled?": bool,
                                                                 "CommandId?": str}}, "Forced?": bool}
 MESSAGE = {"message": str}

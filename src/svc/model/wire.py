@@ -332,3 +332,5 @@ class StatsView(Wire):
     Plugins: list[PluginInfo] = Field(default_factory=list)
     ReapPendingTargets: int = 0  # unreachable targets a reap policy applies to
     ReapedTargets: int = 0
+    Role: str | None = None  # leader or follower (svc's own: several agents may share a datastore)
+    Leader: str | None = None  # the leading agent's id, as this agent last saw it

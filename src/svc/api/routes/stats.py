@@ -21,6 +21,7 @@ router = APIRouter()
 @router.get("/stats", summary="The agent's version, id and counts.", response_model_exclude_none=True)
 async def stats(request: Request) -> dict[str, Any]:
     info = request.app.state.info
+    leadership = request.app.state.leadership
     running = deps.service(request).plugin_processes()  # installed or updated since the agent started too
     counts: DatastoreCounts = await deps.in_thread(deps.datastore(request).counts)
     managed = by_namespace(counts.managed_by_type)
@@ -35,6 +36,7 @@ async def stats(request: Request) -> dict[str, Any]:
         Plugins=plugin_infos(request.app.state.config, {**info.plugin_versions, **_running_versions(running)},
                              managed, running=running),
         ReapPendingTargets=counts.reap_pending_targets, ReapedTargets=counts.reaped_targets,
+        Role=leadership.role, Leader=leader.agent_id if (leader := leadership.leader()) is not None else None,
     )
     return view.to_json()
 
