@@ -95,18 +95,29 @@ def test_the_follower_takes_over_a_running_apply(group: AgentGroup, sig: signal.
         assert "handed the lease over" in leader.agent.output()
 
 
-def test_twenty_alternating_kills_converge(group: AgentGroup) -> None:
-    group.cloud.set_knob("latency", {"create": 0.2})
+def test_twenty_alternating_kills_converge(home: Path, tmp_path: Path) -> None:
+    """Twenty times: the leader (a, then b, then a…) is killed, SIGKILL and SIGTERM in turn, while creates are held
+    back in the cloud (the ``hang`` knob), so that each leader makes some progress and the apply outlasts the loop;
+    the killed agent is started again, as a follower."""
     items = 400
-    command_id = _submit(group, group.wait_leader(), group.forma(items))
-    for kill in range(20):
-        leader = group.wait_leader()
-        # Let the new leader make some progress, then kill it: SIGKILL and SIGTERM in turn.
-        _wait_creates(group, len(group.cloud.calls("create")) + 3)
-        group.kill(leader, signal.SIGKILL if kill % 2 == 0 else signal.SIGTERM)
-        group.restart(leader)
-    assert [member for member, _, _ in group.kills] == ["a", "b"] * 10
-    _assert_converged(group, command_id, items)
+    with agent_group(tmp_path, plugin="new FAKE.PluginConfig { maxInFlight = 4 }") as group:
+        group.cloud.set_knob("latency", {"create": 0.05})
+        command_id = _submit(group, group.wait_leader(), group.forma(items))
+        for kill in range(20):
+            leader = group.wait_leader()
+            made = len(group.cloud.resources("FAKE::Test::Item"))
+            group.cloud.clear_knobs("hang")
+            deadline = time.monotonic() + 120
+            while len(group.cloud.resources("FAKE::Test::Item")) < made + 3:  # the new leader makes progress
+                assert time.monotonic() < deadline, f"no progress after kill {kill}"
+                time.sleep(0.01)
+            group.cloud.set_knob("hang", {"ops": ["create"]})
+            group.kill(leader, signal.SIGKILL if kill % 2 == 0 else signal.SIGTERM)
+            group.restart(leader)
+        assert len(group.cloud.resources("FAKE::Test::Item")) < items, "the apply ended before the last kill"
+        group.cloud.clear_knobs("hang")
+        assert [member for member, _, _ in group.kills] == ["a", "b"] * 10
+        _assert_converged(group, command_id, items)
 
 
 def _audit_writes(database: dict[str, object]) -> None:

@@ -69,6 +69,6 @@ def test_require_encrypts_without_verifying(agent_factory, tls_cluster) -> None:
     # The server's side (the cluster accepts plain TCP too, so only it can tell): every agent session is TLS.
     with cluster.connect() as session:
         rows = session.execute("SELECT s.ssl, s.version FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid "
-                               "WHERE a.application_name = 'svc-agent' AND a.datname = 'svc'").fetchall()
+                               "WHERE a.application_name LIKE 'svc-agent-%' AND a.datname = 'svc'").fetchall()
     assert rows, "the agent holds no session on the server"
     assert all(ssl and version for ssl, version in rows), rows

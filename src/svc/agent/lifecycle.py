@@ -125,11 +125,12 @@ def _claim_datastore(config: AgentConfig, claims: contextlib.ExitStack) -> None:
         raise AgentError(str(error)) from error
 
 
-def _open_datastore(config: AgentConfig) -> Datastore:
-    """Connects to the datastore and migrates it; any failure is one line naming the setting."""
+def _open_datastore(config: AgentConfig, agent_id: str) -> Datastore:
+    """Connects to the datastore and migrates it; any failure is one line naming the setting. The sessions carry
+    the agent's id (PostgreSQL's ``application_name``): with several agents on one database, who wrote what shows."""
     log.info("opening the %s datastore", config.datastore.datastore_type)
     try:
-        return open_datastore(config.datastore)
+        return open_datastore(config.datastore, application_name=f"svc-agent-{agent_id}")
     except DatastoreError as error:
         raise AgentError(f"cannot open the datastore: {error}") from error
 
@@ -165,12 +166,12 @@ def start_agent(config_path: Path) -> None:
     log_file = configure_logging(config.logging)
     claims = contextlib.ExitStack()
     _claim_datastore(config, claims)
-    datastore = _open_datastore(config)
     info = AgentInfo(
         version=os.environ.get(TEST_VERSION_OVERRIDE) or __version__,
         agent_id=persistent_id(data_dir() / "agent_id"),
         plugin_versions={plugin.namespace.upper(): plugin.version for plugin in installed_plugins()},
     )
+    datastore = _open_datastore(config, info.agent_id)
     telemetry = start_telemetry(config, agent_id=info.agent_id, version=info.version, counts=datastore.counts)
     engine = _build_engine(config, datastore, info)
     leadership = _leadership(config, datastore, engine, info.agent_id)

@@ -18,7 +18,7 @@ from svc.api.problems import HttpProblem
 from svc.api.responses import JSONResponse
 from svc.api.routes import ROUTERS
 from svc.config.model import AgentConfig
-from svc.datastore import Datastore, DatastoreUnavailable, InvalidCursorError, InvalidQueryError
+from svc.datastore import Datastore, DatastoreUnavailable, InvalidCursorError, InvalidQueryError, LeadershipLost
 from svc.engine.errors import ConflictingCommands, EngineError
 from svc.engine.leadership import Leadership
 from svc.engine.service import CommandService
@@ -131,6 +131,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(DatastoreUnavailable)
     async def datastore_unavailable(_: Request, error: DatastoreUnavailable) -> JSONResponse:
+        if isinstance(error, LeadershipLost):
+            return JSONResponse({"message": "this agent no longer leads (another agent takes over); nothing was done, "
+                                            "retry in a moment"}, status_code=503, headers=_retry_after(503))
         return JSONResponse({"message": f"datastore unavailable: {error}; retry when it is back"}, status_code=503,
                             headers=_retry_after(503))
 

@@ -247,13 +247,13 @@ class LeaseHolder:
         if self._leading is not None:
             await asyncio.gather(self._leading, return_exceptions=True)
         await self._engine.stop_leading()  # admitted submissions end; running commands stop, their writes stored
+        self._store.fence_writes(None)  # before the release: a write after it must not be taken for a lost lease
         try:
             await asyncio.to_thread(self._store.release_lease, self.agent_id, self._epoch)
         except DatastoreError as error:
             log.warning("could not release the lease (%s): another agent takes over when it expires", error)
         self._role = "follower"
         self._leader = None
-        self._store.fence_writes(None)
         log.info("handed the lease over (epoch %d) in %.2fs", self._epoch, time.monotonic() - began)
 
     def _lost(self, found_epoch: int | None) -> None:
