@@ -66,7 +66,8 @@ def _render_stats(base_url: str) -> Callable[[StatsView], None]:
 
 
 def show_agent_status(config: Path | None, consumer: Consumer, schema: Schema) -> None:
-    client, stats = connect(load_cli_config(config).cli)
+    # How the agent is now, without riding through an outage: scripts probe with it ("is an agent running?").
+    client, stats = connect(load_cli_config(config).cli, retrying=False)
     with client:
         emit(stats, consumer, schema, _render_stats(client.base_url))
 

@@ -1,16 +1,24 @@
-"""The CLI's HTTP client for the agent API: TLS, basic auth, clear connection errors, version check."""
+"""The CLI's HTTP client for the agent API: TLS, basic auth, clear connection errors, version check, and riding
+through a short unavailability of the agent (``svc.cli.retry``)."""
 
 from __future__ import annotations
 
+import os
 import ssl
+import sys
+import time
+from datetime import timedelta
 from typing import Any
 
 import httpx
 
 from svc import __version__
+from svc.cli.agent_errors import AgentUnavailable, describe
 from svc.cli.answers import decode
 from svc.cli.errors import CliError
 from svc.cli.identity import client_id
+from svc.cli.retry import Backoff, Budget, failed_try, retry_after, seconds_text, unavailable_answer
+from svc.config.loader import RETRY_FOR_VARIABLE
 from svc.config.model import CliConfig
 from svc.model.wire import StatsView
 
@@ -39,11 +47,16 @@ def describe_connect_error(exc: Exception, base_url: str) -> str:
 
 
 class AgentClient:
-    """Talks to one agent. Every method raises :class:`CliError` with a user-facing message."""
+    """Talks to one agent. Every method raises :class:`CliError` with a user-facing message.
 
-    def __init__(self, config: CliConfig) -> None:
+    ``retrying=False`` answers how the agent is right now (``svc agent status``, which scripts use as a probe);
+    otherwise a request rides through an unavailable agent for up to ``cli.api.retryFor``."""
+
+    def __init__(self, config: CliConfig, *, retrying: bool = True) -> None:
         self.base_url = config.api.base_url
         self._has_auth = config.auth is not None
+        self._retry_for = config.api.retry_for if retrying else timedelta(0)
+        self._announced = False  # the "retrying" line is said once per command, not at every outage
         auth = httpx.BasicAuth(config.auth.username, config.auth.password) if config.auth else None
         # HTTPS verifies against the system trust store (OpenSSL also honours SSL_CERT_FILE / SSL_CERT_DIR for a
         # private CA). Plain HTTP has no certificate to verify (redirects are not followed), so it skips loading
@@ -62,16 +75,59 @@ class AgentClient:
         self.close()
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = self._http.request(method, API_PREFIX + path, **kwargs)
-        except httpx.ConnectError as exc:
-            raise CliError(describe_connect_error(exc, self.base_url)) from exc
-        except httpx.TimeoutException as exc:
-            raise CliError(f"the agent at {self.base_url} did not answer in time ({type(exc).__name__}); "
-                           f"{_CHECK_ADDRESS}") from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            raise CliError(f"the agent at {self.base_url} did not answer with HTTP ({exc}); "
-                           "if it serves HTTPS, set cli.api.url to https://…") from exc
+        """The agent's answer. While the agent is unavailable and sending again is safe (``svc.cli.retry``), tries
+        again for up to ``cli.api.retryFor``, saying so once on stderr (stdout may be a machine-readable
+        document); then fails with the one-line error of the last try."""
+        budget: Budget | None = None
+        backoff = Backoff()
+        while True:
+            try:
+                response = self._http.request(method, API_PREFIX + path, **kwargs)
+            except httpx.TransportError as exc:
+                reason = failed_try(method, exc) if self._retry_for else None
+                if reason is None:
+                    raise self._transport_error(method, exc) from exc
+                budget = budget or Budget(self._retry_for)
+                pause = budget.pause(backoff.pause())
+                if pause is None:
+                    raise self._gave_up(str(self._transport_error(method, exc)), budget) from exc
+            else:
+                reason = unavailable_answer(method, response) if self._retry_for else None
+                if reason is None:
+                    return self._authorized(response)
+                budget = budget or Budget(self._retry_for)
+                pause = budget.pause(retry_after(response) or backoff.pause())
+                if pause is None:
+                    kind = AgentUnavailable if response.status_code == 503 else CliError
+                    raise kind(self._gave_up(describe(response, f"{method} {API_PREFIX}{path}"), budget))
+            self._announce(reason, budget)
+            time.sleep(pause)
+
+    def _announce(self, reason: str, budget: Budget) -> None:
+        if not self._announced:
+            print(f"svc: the agent at {self.base_url} is unavailable ({reason}); retrying for up to "
+                  f"{seconds_text(budget.seconds)} ({_budget_source()})", file=sys.stderr, flush=True)
+            self._announced = True
+
+    def _gave_up(self, message: str, budget: Budget) -> CliError:
+        return CliError(f"{message}; after retrying for {seconds_text(budget.seconds)} ({_budget_source()})")
+
+    def _transport_error(self, method: str, exc: httpx.TransportError) -> CliError:
+        """The one-line error of a request that failed without an answer."""
+        if isinstance(exc, httpx.ConnectError):
+            return CliError(describe_connect_error(exc, self.base_url))
+        # The request may have reached the agent (a POST is then never sent again): say how to find out.
+        taken = "" if method.upper() in ("GET", "HEAD") or isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)) \
+            else f"; the agent may have taken this {method}: check with svc command status whether it was taken"
+        if isinstance(exc, httpx.TimeoutException):
+            return CliError(f"the agent at {self.base_url} did not answer in time ({type(exc).__name__}); "
+                            f"{_CHECK_ADDRESS}{taken}")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+            return CliError(f"the agent at {self.base_url} did not answer with HTTP ({exc}); "
+                            f"if it serves HTTPS, set cli.api.url to https://…{taken}")
+        return CliError(f"the request to the agent at {self.base_url} failed ({type(exc).__name__}: {exc}){taken}")
+
+    def _authorized(self, response: httpx.Response) -> httpx.Response:
         if response.status_code == 401:
             if self._has_auth:
                 raise CliError(f"the agent at {self.base_url} rejected the credentials (401 Unauthorized); "
@@ -124,9 +180,15 @@ def check_version(agent_version: object, cli_version: str = __version__) -> None
                        f"run: svc upgrade --version {agent_version}")
 
 
-def connect(config: CliConfig) -> tuple[AgentClient, StatsView]:
-    """An open client to a reachable agent of the CLI's version, and the agent's stats."""
-    client = AgentClient(config)
+def _budget_source() -> str:
+    """Where the retry budget was set, for the user who wants another one."""
+    return RETRY_FOR_VARIABLE if os.environ.get(RETRY_FOR_VARIABLE, "").strip() else "cli.api.retryFor"
+
+
+def connect(config: CliConfig, *, retrying: bool = True) -> tuple[AgentClient, StatsView]:
+    """An open client to a reachable agent of the CLI's version, and the agent's stats (``retrying``: as for
+    :class:`AgentClient`)."""
+    client = AgentClient(config, retrying=retrying)
     try:
         stats = client.stats()
     except BaseException:

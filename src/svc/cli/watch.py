@@ -55,9 +55,10 @@ class _Poll:
 
 
 def _through_outages(fetch: Callable[[float], T], wait: float) -> T:
-    """``fetch(wait)``, again after a pause while the agent answers 503: its datastore is unavailable, and the
-    command goes on and ends once it is back (the agent waits for it), so following it goes on too. Said once
-    on stderr (stdout may be a machine-readable document)."""
+    """``fetch(wait)``, again after a pause while the agent answers 503: its datastore is unavailable (or no agent
+    leads yet), and the command goes on and ends once it is back (the agent waits for it), so following it goes on
+    too, past ``cli.api.retryFor``, which bounds each request (``AgentClient.request`` retries a 503 within it).
+    Said once on stderr (stdout may be a machine-readable document)."""
     pause = _FAST_POLL
     said = False
     while True:

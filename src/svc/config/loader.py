@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -13,6 +14,8 @@ from svc.config.model import ApiConfig, SvcConfig
 
 # svc.pkl (the Pkl server's client and svc's module readers) is imported by the functions that evaluate: a command
 # imports this module for the config's types and its errors, and `svc inventory --help` evaluates nothing.
+
+RETRY_FOR_VARIABLE = "SVC_RETRY_FOR"  # overrides cli.api.retryFor, in seconds
 
 
 class ConfigError(Exception):
@@ -56,7 +59,8 @@ def load_defaults() -> SvcConfig:
 
 def load_cli_config(path: Path | None) -> SvcConfig:
     """The CLI's config: ``path`` if given, else ``~/.config/svc/svc.conf.pkl``, else the defaults; then the
-    agent's address from the environment (``SVC_API_URL``, ``SVC_API_PORT``: ``api_from_environment``)."""
+    agent's address and the retry budget from the environment (``SVC_API_URL``, ``SVC_API_PORT``,
+    ``SVC_RETRY_FOR``: ``api_from_environment``)."""
     if path is not None:
         config = load_config(path)
     else:
@@ -68,14 +72,31 @@ def load_cli_config(path: Path | None) -> SvcConfig:
 
 
 def api_from_environment(api: ApiConfig) -> ApiConfig:
-    """``api`` with ``SVC_API_URL`` (a host, or an http(s) URL that may carry the port) and ``SVC_API_PORT``
-    applied over it: the CLI reaches another agent without a config file edited. A port in the URL wins."""
+    """``api`` with ``SVC_API_URL`` (a host, or an http(s) URL that may carry the port), ``SVC_API_PORT`` and
+    ``SVC_RETRY_FOR`` applied over it: the CLI reaches another agent, or gives up sooner, without a config file
+    edited. A port in the URL wins."""
     changes: dict[str, object] = {}
     if port := os.environ.get("SVC_API_PORT", "").strip():
         changes["port"] = _port(port)
     if url := os.environ.get("SVC_API_URL", "").strip():
         changes |= _address(url)
+    if (retry_for := retry_for_from_environment()) is not None:  # 0 s is falsy, and means "do not retry"
+        changes["retry_for"] = retry_for
     return api.model_copy(update=changes) if changes else api
+
+
+def retry_for_from_environment() -> timedelta | None:
+    """``SVC_RETRY_FOR`` (seconds, ``0`` to fail at once), None when unset."""
+    text = os.environ.get(RETRY_FOR_VARIABLE, "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):  # also refuses nan, which float() accepts
+        raise ConfigError(f"{RETRY_FOR_VARIABLE} must be a number of seconds (0 to stop retrying), not {text!r}")
+    return timedelta(seconds=seconds)
 
 
 def _port(text: str) -> int:

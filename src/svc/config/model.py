@@ -209,9 +209,10 @@ class AgentConfig(_Model):
     auth: AgentAuthConfig | None = None
 
 
-class ApiConfig(_Model):
+class ApiConfig(_Durations):
     url: str
     port: int
+    retry_for: timedelta
 
     @property
     def base_url(self) -> str:
