@@ -148,3 +148,17 @@ def test_a_load_balancer_s_502_to_a_post_is_the_caller_s_to_report() -> None:
     with scripted(Answer(502)) as server, client(server.port) as agent:
         assert agent.request("POST", "/commands/cancel").status_code == 502
     assert len(server.seen) == 1
+
+
+def test_a_server_that_closes_every_connection_is_reported_within_seconds() -> None:
+    """Not an outage but a server that does not speak HTTP there (an HTTPS agent reached with http://)."""
+    with TinyHttp(lambda _: None) as server, client(server.port, retry_for=60) as agent:
+        started = time.monotonic()
+        with pytest.raises(CliError) as raised:
+            agent.request("GET", "/resources")
+        assert time.monotonic() - started < 3
+    assert len(server.seen) == 3
+    message = str(raised.value)
+    assert message.startswith(f"the agent at http://127.0.0.1:{server.port} did not answer with HTTP")
+    assert "if it serves HTTPS, set cli.api.url to https://" in message
+    assert message.endswith("; 3 connections in a row closed without an answer")

@@ -12,7 +12,7 @@ from email.utils import format_datetime, parsedate_to_datetime
 import httpx
 import pytest
 
-from svc.cli.retry import Backoff, Budget, failed_try, retry_after, unavailable_answer
+from svc.cli.retry import CONNECTION_CLOSED, Backoff, Budget, Retrying, failed_try, retry_after, unavailable_answer
 from svc.config.loader import ConfigError, api_from_environment, retry_for_from_environment
 from svc.config.model import ApiConfig
 
@@ -137,6 +137,33 @@ def test_the_budget_shortens_the_last_pause_then_gives_up() -> None:
 
 def test_a_zero_budget_gives_up_at_once() -> None:
     assert Budget(timedelta(0), clock=Clock()).pause(0.2) is None
+
+
+def test_a_retry_after_replaces_the_backoff_within_the_budget() -> None:
+    clock = Clock()
+    retrying = Retrying(timedelta(seconds=5), clock=clock, jitter=lambda: 0.5)
+    assert retrying.pause("503 Service Unavailable", 1.0) == 1.0
+    assert retrying.pause("503 Service Unavailable") == pytest.approx(0.2)  # none asked: the backoff's
+    assert retrying.pause("503 Service Unavailable", 30.0) == 5.0  # cut to what is left
+    clock.now += 5
+    assert retrying.pause("connection refused") is None
+
+
+def test_a_connection_closed_again_and_again_is_no_outage() -> None:
+    """An HTTPS agent reached with http:// closes every new connection: reported after three, not a minute."""
+    retrying = Retrying(timedelta(seconds=60), clock=Clock())
+    assert retrying.pause(CONNECTION_CLOSED) is not None
+    assert retrying.pause(CONNECTION_CLOSED) is not None
+    assert retrying.pause(CONNECTION_CLOSED) is None and retrying.closed_too_often
+
+
+def test_a_closed_connection_between_other_failures_is_an_outage() -> None:
+    """A stopping agent closes the kept-alive connection, then refuses: that goes on for the whole budget."""
+    retrying = Retrying(timedelta(seconds=60), clock=Clock())
+    for _ in range(10):
+        assert retrying.pause(CONNECTION_CLOSED) is not None
+        assert retrying.pause("connection refused") is not None
+    assert not retrying.closed_too_often
 
 
 def test_svc_retry_for_overrides_the_config(monkeypatch: pytest.MonkeyPatch) -> None:

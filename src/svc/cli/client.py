@@ -17,7 +17,15 @@ from svc.cli.agent_errors import AgentUnavailable, describe
 from svc.cli.answers import decode
 from svc.cli.errors import CliError
 from svc.cli.identity import client_id
-from svc.cli.retry import Backoff, Budget, failed_try, retry_after, seconds_text, unavailable_answer
+from svc.cli.retry import (
+    CLOSED_IN_A_ROW,
+    IDEMPOTENT_METHODS,
+    Retrying,
+    failed_try,
+    retry_after,
+    seconds_text,
+    unavailable_answer,
+)
 from svc.config.loader import RETRY_FOR_VARIABLE
 from svc.config.model import CliConfig
 from svc.model.wire import StatsView
@@ -78,8 +86,7 @@ class AgentClient:
         """The agent's answer. While the agent is unavailable and sending again is safe (``svc.cli.retry``), tries
         again for up to ``cli.api.retryFor``, saying so once on stderr (stdout may be a machine-readable
         document); then fails with the one-line error of the last try."""
-        budget: Budget | None = None
-        backoff = Backoff()
+        retrying: Retrying | None = None
         while True:
             try:
                 response = self._http.request(method, API_PREFIX + path, **kwargs)
@@ -87,38 +94,43 @@ class AgentClient:
                 reason = failed_try(method, exc) if self._retry_for else None
                 if reason is None:
                     raise self._transport_error(method, exc) from exc
-                budget = budget or Budget(self._retry_for)
-                pause = budget.pause(backoff.pause())
+                retrying = retrying or Retrying(self._retry_for)
+                pause = retrying.pause(reason)
                 if pause is None:
-                    raise self._gave_up(str(self._transport_error(method, exc)), budget) from exc
+                    raise CliError(self._gave_up(str(self._transport_error(method, exc)), retrying)) from exc
             else:
                 reason = unavailable_answer(method, response) if self._retry_for else None
                 if reason is None:
                     return self._authorized(response)
-                budget = budget or Budget(self._retry_for)
-                pause = budget.pause(retry_after(response) or backoff.pause())
+                retrying = retrying or Retrying(self._retry_for)
+                pause = retrying.pause(reason, retry_after(response))
                 if pause is None:
                     kind = AgentUnavailable if response.status_code == 503 else CliError
-                    raise kind(self._gave_up(describe(response, f"{method} {API_PREFIX}{path}"), budget))
-            self._announce(reason, budget)
+                    raise kind(self._gave_up(describe(response, f"{method} {API_PREFIX}{path}"), retrying))
+            self._announce(reason, retrying)
             time.sleep(pause)
 
-    def _announce(self, reason: str, budget: Budget) -> None:
+    def _announce(self, reason: str, retrying: Retrying) -> None:
         if not self._announced:
             print(f"svc: the agent at {self.base_url} is unavailable ({reason}); retrying for up to "
-                  f"{seconds_text(budget.seconds)} ({_budget_source()})", file=sys.stderr, flush=True)
+                  f"{seconds_text(retrying.budget.seconds)} ({_budget_source()})", file=sys.stderr, flush=True)
             self._announced = True
 
-    def _gave_up(self, message: str, budget: Budget) -> CliError:
-        return CliError(f"{message}; after retrying for {seconds_text(budget.seconds)} ({_budget_source()})")
+    @staticmethod
+    def _gave_up(message: str, retrying: Retrying) -> str:
+        """The last try's one-line error, and why no more were made."""
+        if retrying.closed_too_often:
+            return f"{message}; {CLOSED_IN_A_ROW} connections in a row closed without an answer"
+        return f"{message}; after retrying for {seconds_text(retrying.budget.seconds)} ({_budget_source()})"
 
     def _transport_error(self, method: str, exc: httpx.TransportError) -> CliError:
         """The one-line error of a request that failed without an answer."""
         if isinstance(exc, httpx.ConnectError):
             return CliError(describe_connect_error(exc, self.base_url))
         # The request may have reached the agent (a POST is then never sent again): say how to find out.
-        taken = "" if method.upper() in ("GET", "HEAD") or isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout)) \
-            else f"; the agent may have taken this {method}: check with svc command status whether it was taken"
+        never_left = isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
+        taken = "" if method.upper() in IDEMPOTENT_METHODS or never_left else \
+            f"; the agent may have taken this {method}: check with svc command status whether it was taken"
         if isinstance(exc, httpx.TimeoutException):
             return CliError(f"the agent at {self.base_url} did not answer in time ({type(exc).__name__}); "
                             f"{_CHECK_ADDRESS}{taken}")

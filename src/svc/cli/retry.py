@@ -22,6 +22,11 @@ import httpx
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD"})
 FIRST_PAUSE = 0.2  # seconds; doubles after each try up to LONGEST_PAUSE, each one jittered by ±25%
 LONGEST_PAUSE = 2.0
+CONNECTION_CLOSED = "connection closed"
+# A stopping agent closes a connection once; the next try opens a new one, refused or answered. A new connection
+# closed again and again is a server that does not speak HTTP there (an HTTPS agent reached with http://): a
+# mistake to report within a second, not an outage to wait out.
+CLOSED_IN_A_ROW = 3
 _GATEWAY_STATUSES = {502: "502 Bad Gateway", 504: "504 Gateway Timeout"}
 _MESSAGE_CHARS = 120
 
@@ -40,7 +45,7 @@ def failed_try(method: str, error: httpx.TransportError) -> str | None:
     if isinstance(error, httpx.ReadTimeout):
         return "no answer in time"
     if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.WriteTimeout)):
-        return "connection closed"
+        return CONNECTION_CLOSED
     return None
 
 
@@ -98,6 +103,28 @@ class Budget:
         """``wanted``, shortened to what is left; None once nothing is left (give up)."""
         left = self._deadline - self._clock()
         return None if left <= 0 else min(wanted, left)
+
+
+class Retrying:
+    """One request's tries after the first: the pause before the next one, or None to give up (the budget spent,
+    or the connection closed ``CLOSED_IN_A_ROW`` times in a row)."""
+
+    def __init__(self, retry_for: timedelta, clock: Callable[[], float] = time.monotonic,
+                 jitter: Callable[[], float] = random.random) -> None:
+        self.budget = Budget(retry_for, clock)
+        self._backoff = Backoff(jitter)
+        self._closed_in_a_row = 0
+
+    def pause(self, reason: str, asked: float | None = None) -> float | None:
+        """After a try that failed for ``reason``; ``asked``: the answer's ``Retry-After``, if any."""
+        self._closed_in_a_row = self._closed_in_a_row + 1 if reason == CONNECTION_CLOSED else 0
+        if self.closed_too_often:
+            return None
+        return self.budget.pause(asked if asked else self._backoff.pause())
+
+    @property
+    def closed_too_often(self) -> bool:
+        return self._closed_in_a_row >= CLOSED_IN_A_ROW
 
 
 def seconds_text(seconds: float) -> str:
