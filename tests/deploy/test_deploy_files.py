@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from botocore.validate import ParamValidator
 from deploy_support import ACCOUNT, DEPLOY, PLACEHOLDER, REGION, REPO, fill, load_deploy_json
 
+from support.processes import run_svc
 from svc import __version__
 from svc.config import load_config
 from svc.engine.discovery_filters import excluded
@@ -103,12 +105,93 @@ def test_full_control_service() -> None:
     assert network["securityGroups"] == ["<AGENT_SECURITY_GROUP>"]
     deployment = service["deploymentConfiguration"]
     assert deployment["deploymentCircuitBreaker"] == {"enable": True, "rollback": True}
-    # One agent at a time: the old task stops before the new one starts (the 30-60 s outage).
-    assert (deployment["maximumPercent"], deployment["minimumHealthyPercent"]) == (100, 0)
+    # A rolling replacement: the new task starts and turns healthy (a follower) before the old one stops.
+    assert (deployment["maximumPercent"], deployment["minimumHealthyPercent"]) == (200, 100)
     # The stable hostname, since task addresses change on every deployment.
     assert service["serviceRegistries"] == [{"registryArn": "<DISCOVERY_SERVICE_ARN>"}]
     discovery = load_deploy_json("ecs/discovery-service.json")
     assert discovery["DnsConfig"]["DnsRecords"] == [{"Type": "A", "TTL": 10}]
+
+
+# The config each shape's agent runs with (docs/deployment.md, "Three shapes"), and the datastores several agents
+# can share (one leads, the others follow: docs/deployment.md, "Replacing the agent without an outage").
+SHAPE_CONFIGS = {"ecs/service.json": "full-control.pkl", "express/service.json": "data-api.pkl",
+                 "apprunner/service.json": "data-api.pkl"}
+SHARED_DATASTORES = {"postgres", "auroradataapi"}
+
+
+def rolling_parameters(datastore_type: str) -> tuple[int, int]:
+    """(maximumPercent, minimumHealthyPercent) of an ECS service whose agent uses ``datastore_type``: a second task
+    while the first drains on a shared datastore; on SQLite, which one agent only may open, the old task stops
+    before the new one starts."""
+    return (200, 100) if datastore_type in SHARED_DATASTORES else (100, 0)
+
+
+def shipped_datastore(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("SVC_DB_USER", "svc_agent")
+    monkeypatch.setenv("SVC_DB_PASSWORD", "from-the-db-secret")
+    return load_config(DEPLOY / "config" / name).agent.datastore.datastore_type
+
+
+def test_every_shipped_config_belongs_to_a_shape() -> None:
+    """So that a config added later (an SQLite one, say) is checked against its shape's rolling below."""
+    assert {path.name for path in (DEPLOY / "config").glob("*.pkl")} == set(SHAPE_CONFIGS.values())
+
+
+def test_the_full_control_service_rolls_only_because_its_datastore_is_shared(
+        monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    deployment = load_deploy_json("ecs/service.json")["deploymentConfiguration"]
+    datastore = shipped_datastore(SHAPE_CONFIGS["ecs/service.json"], monkeypatch)
+    assert datastore == "postgres"
+    assert (deployment["maximumPercent"], deployment["minimumHealthyPercent"]) == rolling_parameters(datastore)
+    assert rolling_parameters("sqlite") == (100, 0)
+
+
+@pytest.mark.parametrize("shape", ["express/service.json", "apprunner/service.json"])
+def test_the_platforms_that_overlap_two_agents_run_them_on_a_shared_datastore(
+        shape: str, monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """Express mode's canary and App Runner start the new task (instance) before stopping the old one, whatever
+    the files say: their agents must be able to share the datastore."""
+    assert shipped_datastore(SHAPE_CONFIGS[shape], monkeypatch) in SHARED_DATASTORES
+
+
+def test_the_old_task_has_time_to_hand_over_and_stop_cleanly() -> None:
+    """ECS sends SIGTERM, then SIGKILL after stopTimeout: that must exceed the agent's graceful stop (it hands the
+    lease over, finishes its requests, closes its plugins and datastore), within Fargate's 120 s."""
+    from svc.agent.lifecycle import _STOP_TIMEOUT_SECONDS  # the agent's own bound (uvicorn's graceful shutdown)
+
+    [container] = load_deploy_json("ecs/task-definition.json")["containerDefinitions"]
+    assert _STOP_TIMEOUT_SECONDS < container["stopTimeout"] <= 120
+    assert container["stopTimeout"] >= 2 * _STOP_TIMEOUT_SECONDS  # room for the clean-up after the server stops
+
+
+def test_a_new_task_turns_healthy_soon_through_the_health_endpoint() -> None:
+    """With minimumHealthyPercent 100 the old task stops only once the new one is HEALTHY: its container health
+    check (the image's probe of GET /api/v1/health, 200 for a follower too) runs often enough for a short overlap."""
+    [container] = load_deploy_json("ecs/task-definition.json")["containerDefinitions"]
+    check = container["healthCheck"]
+    assert check["command"] == ["CMD", "/usr/local/bin/svc-healthcheck"]
+    assert re.search(r'^DEFAULT_URL = "http://127\.0\.0\.1:49684/api/v1/health"$',
+                     (DEPLOY / "healthcheck.py").read_text(), re.MULTILINE)
+    assert check["interval"] <= 10 and check["timeout"] < check["interval"]
+    assert check["startPeriod"] >= 30  # a fresh agent reads its config and plugin schemas before it answers
+    # The stable name follows only healthy tasks (ECS reports the container's health to Cloud Map).
+    assert load_deploy_json("ecs/discovery-service.json")["HealthCheckCustomConfig"] == {"FailureThreshold": 1}
+
+
+def test_the_example_forma_deploys_the_full_control_shape_as_the_files_do(home: Path) -> None:
+    """``examples/aws/full-control.pkl`` (svc applying its own shape) rolls and checks health as deploy/ecs/ does."""
+    result = run_svc("eval", str(REPO / "examples" / "aws" / "full-control.pkl"), "--output-consumer", "machine")
+    assert result.returncode == 0, result.stderr
+    resources = {r["Type"]: r["Properties"] for r in json.loads(result.stdout)["Resources"]}
+    deployment = load_deploy_json("ecs/service.json")["deploymentConfiguration"]
+    assert resources["AWS::ECS::Service"]["DeploymentConfiguration"] == {
+        "DeploymentCircuitBreaker": {"Enable": True, "Rollback": True},
+        "MaximumPercent": deployment["maximumPercent"], "MinimumHealthyPercent": deployment["minimumHealthyPercent"]}
+    [container] = load_deploy_json("ecs/task-definition.json")["containerDefinitions"]
+    [example] = resources["AWS::ECS::TaskDefinition"]["ContainerDefinitions"]
+    assert example["HealthCheck"] == {key[0].upper() + key[1:]: value for key, value in container["healthCheck"].items()}
+    assert example["StopTimeout"] == container["stopTimeout"]
 
 
 @pytest.mark.parametrize(("name", "group", "port", "source"), [

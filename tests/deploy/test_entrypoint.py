@@ -16,6 +16,7 @@ import pytest
 from deploy_support import DEPLOY
 
 from support.processes import Agent, free_port
+from support.tiny_http import Answer, TinyHttp
 
 ENTRYPOINT = DEPLOY / "entrypoint.sh"
 HEALTHCHECK = DEPLOY / "healthcheck.py"
@@ -114,6 +115,21 @@ def test_healthcheck_reports_an_unreachable_agent_in_one_line() -> None:
     assert probe.returncode == 1
     assert len(probe.stderr.splitlines()) == 1
     assert probe.stderr.startswith(f"svc-healthcheck: unhealthy: {url} is not reachable")
+
+
+@pytest.mark.parametrize(("status", "code"), [(200, 0), (503, 1)])
+def test_healthcheck_passes_a_follower_and_fails_a_503(status: int, code: int) -> None:
+    """The probe reads the status only: a follower (200, ``Role`` follower) is healthy, so a rolling deployment's
+    new task turns healthy while the old one still leads; a 503 (datastore down) is not."""
+    body = {"Status": "ok", "Role": "follower", "Leader": "agent-1"}
+    with TinyHttp(lambda _: Answer(status, body)) as agent:
+        url = f"{agent.url}/api/v1/health"
+        probe = subprocess.run([str(HEALTHCHECK)], capture_output=True, text=True,
+                               env={**os.environ, "SVC_HEALTH_URL": url})
+    assert probe.returncode == code, probe.stderr
+    assert [request.path for request in agent.seen] == ["/api/v1/health"]
+    if code:
+        assert probe.stderr == f"svc-healthcheck: unhealthy: {url} answered HTTP 503\n"
 
 
 def apprunner_start_command() -> list[str]:
