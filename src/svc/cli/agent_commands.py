@@ -78,7 +78,9 @@ def agent_status(
     output_consumer: ConsumerOption = Consumer.human,
     output_schema: SchemaOption = Schema.json,
 ) -> None:
-    """Check that the agent answers, and print its version and stats."""
+    """Check that the agent answers, and print its version and stats.
+
+    It answers how the agent is now: unlike other commands, it does not wait for an unavailable agent."""
     show_agent_status(config, output_consumer, output_schema)
 
 
@@ -88,7 +90,9 @@ def status_agent(
     output_consumer: ConsumerOption = Consumer.human,
     output_schema: SchemaOption = Schema.json,
 ) -> None:
-    """Check connectivity to the agent, and print its version and stats."""
+    """Check connectivity to the agent, and print its version and stats.
+
+    It answers how the agent is now: unlike other commands, it does not wait for an unavailable agent."""
     show_agent_status(config, output_consumer, output_schema)
 
 

@@ -30,7 +30,10 @@ and plan files), [Live progress](cli-progress.md) (the progress view, `svc comma
 [Drift, discovery and policies](drift.md), [Configuration](configuration.md) (which agent the CLI talks to).
 
 A failure is one `Error: …` line on stderr and exit code 1. A forma's own properties become flags of `eval`,
-`apply` and `destroy`: `svc apply main.pkl --help` lists them.
+`apply` and `destroy`: `svc apply main.pkl --help` lists them. While the agent is unavailable (being replaced,
+restarting, answering 503), a command waits and tries again for up to `cli.api.retryFor` (60 s; `SVC_RETRY_FOR`
+seconds overrides it, `0` fails at once), saying so once on stderr; a submission the agent may have taken is never
+sent twice ([Configuration](configuration.md#when-the-agent-is-unavailable)). `svc agent status` does not wait.
 """
 
 
