@@ -158,11 +158,11 @@ def test_the_platforms_that_overlap_two_agents_run_them_on_a_shared_datastore(
 def test_the_old_task_has_time_to_hand_over_and_stop_cleanly() -> None:
     """ECS sends SIGTERM, then SIGKILL after stopTimeout: that must exceed the agent's graceful stop (it hands the
     lease over, finishes its requests, closes its plugins and datastore), within Fargate's 120 s."""
-    from svc.agent.lifecycle import _STOP_TIMEOUT_SECONDS  # the agent's own bound (uvicorn's graceful shutdown)
+    from svc.agent.lifecycle import STOP_TIMEOUT_SECONDS  # the agent's own bound (uvicorn's graceful shutdown)
 
     [container] = load_deploy_json("ecs/task-definition.json")["containerDefinitions"]
-    assert _STOP_TIMEOUT_SECONDS < container["stopTimeout"] <= 120
-    assert container["stopTimeout"] >= 2 * _STOP_TIMEOUT_SECONDS  # room for the clean-up after the server stops
+    assert STOP_TIMEOUT_SECONDS < container["stopTimeout"] <= 120
+    assert container["stopTimeout"] >= 2 * STOP_TIMEOUT_SECONDS  # room for the clean-up after the server stops
 
 
 def test_a_new_task_turns_healthy_soon_through_the_health_endpoint() -> None:

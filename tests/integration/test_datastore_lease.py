@@ -19,6 +19,7 @@ from svc.config.model import DatastoreConfig
 from svc.datastore import Datastore, DatastoreUnavailable, LeadershipLost, open_datastore
 from svc.datastore import write_fence as write_fence_module
 from svc.datastore.migrate import head_revision, migrate
+from svc.datastore.sql_lease import LOCK_TIMEOUT_MS
 from svc.datastore.sql_store import SqlDatastore
 from svc.datastore.tables import background_runs
 from svc.model.records import RunState
@@ -195,9 +196,11 @@ def test_an_unfenced_datastore_writes_without_any_lease(datastore: Datastore, se
 def test_a_paused_leader_delays_a_takeover_only_until_its_session_is_ended(
         datastore: Datastore, second: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
     """The leader begins a fenced write and stops before committing (as a SIGSTOPped process would, holding the
-    lease row's share lock). Another agent's takeover waits, but only until the server ends the idle session; the
-    paused write never commits, and the ex-leader's later writes are refused."""
-    idle_ms = 1_500
+    lease row's share lock). Another agent's takeover waits, but only until its lock wait times out: then it ends
+    the expired leader's sessions that hold the row (the server's idle timeout, set long here, is not what ends
+    it; a session stopped inside a pipelined statement never counts as idle). The paused write never commits, and
+    the ex-leader's later writes are refused."""
+    idle_ms = 60_000
     monkeypatch.setattr(write_fence_module, "IDLE_IN_TRANSACTION_TIMEOUT_MS", idle_ms)
     assert isinstance(datastore, SqlDatastore)
     epoch = datastore.acquire_lease("a", "http://a", SHORT)
@@ -233,7 +236,7 @@ def test_a_paused_leader_delays_a_takeover_only_until_its_session_is_ended(
         writer.join(timeout=60)
     assert taken == 2
     assert attempts, "the takeover did not wait for the paused write transaction"
-    assert idle_ms / 1000 <= waited < idle_ms / 1000 + 5, waited
+    assert LOCK_TIMEOUT_MS / 1000 <= waited < LOCK_TIMEOUT_MS / 1000 + 10, waited
     assert len(outcome) == 1 and isinstance(outcome[0], DatastoreUnavailable), outcome  # its commit failed
     assert second.get_run("sync", "paused") is None  # nothing of it was stored
     with pytest.raises(LeadershipLost):

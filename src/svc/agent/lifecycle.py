@@ -40,7 +40,7 @@ log = logging.getLogger("svc.agent")
 
 # Lets tests run an agent that reports another version, to exercise the CLI's strict version check.
 TEST_VERSION_OVERRIDE = "SVC_TESTING_AGENT_VERSION"
-_STOP_TIMEOUT_SECONDS = 10.0
+STOP_TIMEOUT_SECONDS = 10.0
 
 
 class _Server(uvicorn.Server):
@@ -186,7 +186,7 @@ def start_agent(config_path: Path) -> None:
         ssl_keyfile=config.server.tls_key and str(Path(config.server.tls_key).expanduser()),
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=int(_STOP_TIMEOUT_SECONDS),
+        timeout_graceful_shutdown=int(STOP_TIMEOUT_SECONDS),
     ))
     write_pid(pid_path)
     tune_collector()
@@ -213,7 +213,7 @@ def stop_agent() -> int:
     if pid is None:
         raise AgentError(f"the agent is not running (no live PID in {pid_path})")
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + _STOP_TIMEOUT_SECONDS
+    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if running_pid(pid_path) is None or not is_alive(pid):
             return pid

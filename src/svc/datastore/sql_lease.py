@@ -13,6 +13,7 @@ None (try again), a renewal or release raises ``DatastoreUnavailable``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,6 +24,8 @@ from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.sql_base import SqlBase
 from svc.datastore.write_fence import AGENT_LEASE, LostCallback, WriteFence
 from svc.model.records import LeaseRecord
+
+log = logging.getLogger("svc.datastore")
 
 # How long a lease write waits for the row lock (PostgreSQL) before giving up: the fenced write transactions that
 # hold it last milliseconds, so waiting longer only means one of them is stuck (the idle timeout ends it).
@@ -110,8 +113,27 @@ class LeaseStore(SqlBase):
                         ON CONFLICT (name) DO NOTHING
                         RETURNING epoch""", params).first()
         except _LeaseBusy:
+            self._end_stale_writers(name)
             return None
         return int(taken[0]) if taken is not None else None
+
+    def _end_stale_writers(self, name: str) -> None:
+        """An expired lease whose row stays share-locked: write transactions of a holder that stopped in the middle
+        (SIGSTOP, a frozen VM) hold it. One idle between statements ends by itself (``write_fence``'s idle timeout);
+        one stopped inside a statement's exchange (psycopg pipelines a batch's rows) looks active to the server,
+        which waits for it forever. The database ends such sessions, as it would a dead client's: their writes roll
+        back, and the stopped holder, resumed, finds the lease taken. Only while the lease is expired (by the
+        database clock, in this very statement), so a live leader's writes are never touched."""
+        with self.read() as conn:
+            if conn.dialect.name != "postgresql":
+                return
+            ended = conn.execute(sa.text("""
+                SELECT count(pg_terminate_backend(locks.pid)) FROM pg_locks AS locks, leader_lease AS lease
+                WHERE lease.name = :name AND (lease.holder IS NULL OR lease.expires_at <= clock_timestamp())
+                  AND locks.relation = CAST('leader_lease' AS regclass) AND locks.mode = 'RowShareLock'
+                  AND locks.granted AND locks.pid <> pg_backend_pid()"""), {"name": name}).scalar_one()
+        if ended:
+            log.warning("ended %d database session(s) of the expired leader that still held the lease row", ended)
 
     def renew_lease(self, holder: str, epoch: int, duration: float, name: str = AGENT_LEASE) -> bool:
         """Extends the lease to ``duration`` seconds from now if ``holder`` still holds it at ``epoch``, even if it
