@@ -29,7 +29,7 @@ from svc.config.model import AgentConfig, LeadershipConfig
 from svc.datastore import Datastore, DatastoreError
 from svc.engine.errors import NotLeading
 
-log = logging.getLogger("svc.agent.leadership")
+log = logging.getLogger("svc.engine.leadership")
 
 Role = Literal["leader", "follower"]
 EXIT_LEASE_LOST = 75  # EX_TEMPFAIL: start again (as a follower)

@@ -222,6 +222,8 @@ class HostedPlugin:
                         return answer
                 return await process.request(protocol.METHODS[operation], params, remaining)
             except ProcessDied:
+                if self._closing:  # the agent stops: whoever leads next re-drives it (its token is stored)
+                    raise PluginUnavailable(f"plugin {self.namespace} is stopping with the agent") from None
                 if operation in _MUTATING and not params.get("requestToken"):
                     raise PluginError(ErrorCode.UNFORESEEN_ERROR, f"plugin {self.namespace} died during {operation} "
                                       "and the call had no request token; it may have reached the provider") from None
