@@ -1,80 +1,281 @@
-"""Forma evaluation at scale: a 1,000- and a 10,000-resource forma over the FIXTURE test plugin.
+"""Forma evaluation: ``svc eval`` of 1,000 and 10,000 explicit resources, beside what Pkl alone takes.
 
-Prints, per size: the evaluation time (properties pass + full evaluation + parsing into the typed
-forma, as `svc eval` does it), and the peak memory of this Python process and of the pkl server.
+Prints, per size (a forma of LOCAL files written out one by one, one directory per ten files, each file's
+content a reference to its directory's path):
 
-    .venv/bin/python bench/eval.py [SIZE ...]
+- ``svc eval --output-consumer machine`` end to end, as a user runs it: wall seconds (median and best of
+  ``--runs``), the CPU seconds of the CLI and its pkl server, and the peak RSS of the largest of them (the pkl
+  server), each beside its goal (issue 30: ≤ 0.5 s at 1,000, ≤ 3 s at 10,000, pkl server ≤ 300 MiB);
+- inside one evaluation as the CLI does it (this process, a new pkl server): the time in the pkl server and in
+  Python (parsing, validating), the pkl server's CPU and peak RSS, and how many evaluations it took (goal: 1);
+- two floors: the same forma through ``pkl eval`` with the same modules and no svc process (svc's modules and
+  the LOCAL package copied with their ``@svc/`` imports made relative), and the same objects as plain Pkl
+  (``pkl eval -f json``, no svc module at all).
+
+Then ``svc eval`` of a forma of 40 AWS registry types from 40 services against one of 3 of them (one resource
+each, the types ``bench/aws_registry.py`` chooses): the goal is ≤ 1.2×.
+
+``--compare OTHER_CHECKOUT`` runs every ``svc eval`` alternately with this checkout's and OTHER_CHECKOUT's
+(``OTHER_CHECKOUT/.venv/bin/svc``): a paired A/B on a machine whose load varies. The machine's load average is
+printed with the figures. Figures only, no assertions.
+
+    .venv/bin/python bench/eval.py [--runs N] [--compare OTHER_CHECKOUT] [SIZE ...]
 """
 
 from __future__ import annotations
 
-import resource
+import argparse
+import os
+import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "plugin_pkg"))  # installs the FIXTURE plugin
+from svc.cli.forma_commands import evaluate_with_flags
+from svc.pkl import find_pkl, shared_server, stop_shared_server
+from svc.pkl.packages import svc_package
+from svc.plugins import installed_plugins
 
-from svc.forma import evaluate_forma, forma_properties  # noqa: E402
-from svc.pkl import shared_server  # noqa: E402
+GOAL_SECONDS = {1_000: 0.5, 10_000: 3.0}
+GOAL_PKL_MIB = 300
+GOAL_AWS_RATIO = 1.2
+AWS_TYPES = (3, 40)
+
+
+# -- the formas --------------------------------------------------------------------------------------------------
+
+def _local_resources(size: int) -> list[tuple[str, str, str]]:
+    """(kind, label, body) of ``size`` resources: a directory, then nine files referring to its path."""
+    resources = []
+    for n in range(size):
+        directory = n - n % 10
+        if n % 10 == 0:
+            resources.append(("Directory", f"d{n}", f'path = "d{n}"; mode = "0755"'))
+        else:
+            resources.append(("File", f"f{n}", f'path = "d{directory}/f{n}.txt"; content = d{directory}.res.path'))
+    return resources
 
 
 def write_forma(directory: Path, size: int) -> Path:
-    """``size`` resources: one network per ten subnets, each subnet referring to its network."""
-    lines = [
-        'amends "@svc/forma.pkl"',
-        'import "@svc/svc.pkl"',
-        'import "@fixture/fixture.pkl"',
-        'import "@fixture/network/vpc.pkl"',
-        'import "@fixture/network/subnet.pkl"',
-        f"local nets = IntSeq(0, {size // 10 - 1}).toList().map((n) -> new vpc.Vpc {{",
-        '  label = "net-\\(n)"; cidrBlock = "10.\\(n % 250).0.0/16"',
-        '  tags { new fixture.Tag { key = "Name"; value = "net-\\(n)" } }',
-        "})",
-        "forma {",
-        '  new svc.Stack { label = "bench" }',
-        '  new svc.Target { label = "eu"; config = new fixture.Config { region = "eu-west-1" } }',
-        "  for (net in nets) {",
-        "    net",
-        "    for (s in IntSeq(0, 8)) {",
-        '      new subnet.Subnet { label = "\\(net.label)-\\(s)"; vpcId = net.res.vpcId',
-        '        cidrBlock = "10.0.\\(s).0/24" }',
-        "    }",
-        "  }",
-        "}",
-    ]
+    """``size`` explicit LOCAL resources, each written out as a user would."""
+    lines = ['amends "@svc/forma.pkl"', 'import "@svc/svc.pkl"', 'import "@local/local.pkl" as lcl',
+             'import "@local/fs.pkl"']
+    lines += [f'local {label} = new fs.Directory {{ label = "{label}"; {body} }}'
+              for kind, label, body in _local_resources(size) if kind == "Directory"]
+    lines += ["forma {", '  new svc.Stack { label = "bench" }',
+              '  new svc.Target { label = "home"; config = new lcl.Config { root = "/tmp/svc-bench-eval" } }']
+    lines += [f"  {label}" if kind == "Directory" else f'  new fs.File {{ label = "{label}"; {body} }}'
+              for kind, label, body in _local_resources(size)]
     path = directory / f"forma-{size}.pkl"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join([*lines, "}", ""]))
     return path
 
 
-def peak_rss_mib(pid: int | None) -> float:
-    if pid is None:
-        return 0.0
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+def write_plain(directory: Path, size: int) -> Path:
+    """The objects the forma renders, with the same members, as plain Pkl: the floor of Pkl alone."""
+    lines = ["resources {"]
+    for kind, label, body in _local_resources(size):
+        props = body.replace("path =", "Path =").replace("mode =", "Mode =")
+        props = re.sub(r"content = (d\d+)\.res\.path",
+                       r'Content { ["$res"] = true; ["$label"] = "\1"; ["$type"] = "LOCAL::FS::Directory"; '
+                       r'["$property"] = "Path"; ["$visibility"] = "Clear"; ["$stack"] = "bench" }', props)
+        lines.append(f'  new {{ Label = "{label}"; Type = "LOCAL::FS::{kind}"; Stack = "bench"; Target = "home"; '
+                     f"Managed = true; Properties {{ {props} }} }}")
+    path = directory / f"plain-{size}.pkl"
+    path.write_text("\n".join([*lines, "}", ""]))
+    return path
 
 
-def main(sizes: list[int]) -> None:
+def direct_copy(directory: Path, forma: Path) -> Path:
+    """The forma and the modules it imports (svc's, the LOCAL package's) copied with their ``@svc/`` and ``@local/``
+    imports made relative: what ``pkl eval`` alone can evaluate, the same Pkl with no svc process around it."""
+    root = directory / "direct"
+    local = next(p for p in installed_plugins() if p.namespace == "LOCAL")
+    for name, source in (("svc", svc_package().directory), ("local", local.schema_dir)):
+        for module in source.rglob("*.pkl"):
+            target = root / name / module.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(_relative_imports(module.read_text(), len(target.relative_to(root).parts) - 1))
+    copy = root / forma.name
+    copy.write_text(_relative_imports(forma.read_text(), 0))
+    return copy
+
+
+def _relative_imports(text: str, depth: int) -> str:
+    """``text`` with ``@svc/`` and ``@local/`` imports made relative, from ``depth`` directories below the copy."""
+    up = "../" * depth
+    return text.replace('"@svc/', f'"{up}svc/').replace('"@local/', f'"{up}local/')
+
+
+# -- measuring ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float  # of the process and every child it waited for
+    peak_mib: float  # of the largest of them
+
+
+def run_command(command: list[str]) -> Run:
+    """One command to its exit, with the resources of it and its children (``wait4``)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {process.stderr.read().decode() if process.stderr else ''}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def svc_of(checkout: Path | None) -> str:
+    return str(Path(sys.executable).parent / "svc") if checkout is None else str(checkout / ".venv" / "bin" / "svc")
+
+
+def svc_eval(svc: str, forma: Path) -> list[str]:
+    return [svc, "eval", str(forma), "--output-consumer", "machine"]
+
+
+def paired(commands: dict[str, list[str]], runs: int) -> dict[str, list[Run]]:
+    """Each command ``runs`` times, in turn, so that a change of the machine's load falls on all of them."""
+    results: dict[str, list[Run]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            results[name].append(run_command(command))
+    return results
+
+
+def said(runs: list[Run]) -> str:
+    walls = [r.wall for r in runs]
+    return (f"{statistics.median(walls):.2f} s (best {min(walls):.2f}), CPU {cpu(runs):.2f} s, "
+            f"peak {max(r.peak_mib for r in runs):.0f} MiB")
+
+
+def wall(runs: list[Run]) -> float:
+    return statistics.median(r.wall for r in runs)
+
+
+def cpu(runs: list[Run]) -> float:
+    return statistics.median(r.cpu for r in runs)
+
+
+def ratios(a: list[Run], b: list[Run]) -> str:
+    """Wall and CPU of ``a`` over ``b`` (medians): on a loaded machine the CPU ratio is the steadier one."""
+    return f"{wall(a) / wall(b):.2f} (wall), {cpu(a) / cpu(b):.2f} (CPU)"
+
+
+def _proc(pid: int) -> tuple[float, float]:
+    """CPU seconds and peak RSS (MiB) of a live process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    hwm = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmHWM:"))
+    return cpu, int(hwm.split()[1]) / 1024
+
+
+def inside(forma: Path) -> str:
+    """One evaluation as ``svc eval`` does it, in this process on a new pkl server: where the time goes."""
+    stop_shared_server()
+    server = shared_server()
+    server._ensure_started()  # the server's start is the same for every forma: not part of these figures
+    assert server.pid is not None
+    cpu_before, _ = _proc(server.pid)
+    in_pkl: list[float] = []
+    evaluate: Callable = server.evaluate
+
+    def timed(request):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return evaluate(request)
+        finally:
+            in_pkl.append(time.perf_counter() - started)
+
+    server.evaluate = timed  # type: ignore[method-assign]
+    try:
+        started = time.perf_counter()
+        evaluate_with_flags(forma, [], command="eval", mode="reconcile")
+        total = time.perf_counter() - started
+        cpu, peak = _proc(server.pid)
+    finally:
+        del server.evaluate
+        stop_shared_server()
+    return (f"{total:.2f} s: pkl server {sum(in_pkl):.2f} s (CPU {cpu - cpu_before:.2f} s, peak {peak:.0f} MiB), "
+            f"Python {total - sum(in_pkl):.2f} s; {len(in_pkl)} evaluation(s) (goal 1)")
+
+
+# -- AWS: 3 types against 40 -------------------------------------------------------------------------------------
+
+def aws_formas(directory: Path) -> dict[int, Path]:
+    """One resource of each of the first N types ``bench/aws_registry.py`` chooses: one type with nothing required
+    from each service, in the registry's order."""
+    from svc_plugin_aws_gen import naming
+    from svc_plugin_aws_gen.handwritten import HAND_WRITTEN
+    from svc_plugin_aws_gen.registry import load_registry
+
+    chosen: dict[str, str] = {}
+    for schema in load_registry():
+        settable = set(schema.properties) - {p[0] for p in schema.paths("readOnlyProperties")}
+        if (schema.in_scope and schema.name not in HAND_WRITTEN and schema.service not in chosen
+                and not schema.raw.get("required") and settable):
+            chosen[schema.service] = schema.name
+        if len(chosen) == max(AWS_TYPES):
+            break
+    formas = {}
+    for count in AWS_TYPES:
+        types = list(chosen.values())[:count]
+        path = directory / f"aws-{count}.pkl"
+        path.write_text("\n".join([
+            'amends "@svc/forma.pkl"', 'import "@svc/svc.pkl"', 'import "@aws/aws.pkl"',
+            *(f'import "@aws/{naming.module_path(t)}" as m{n}' for n, t in enumerate(types)),
+            "forma {", '  new svc.Stack { label = "bench" }',
+            '  new svc.Target { label = "aws"; config = new aws.Config { region = "eu-west-1" } }',
+            *(f'  new m{n}.{naming.class_name(t.split("::")[2])} {{ label = "r{n}" }}' for n, t in enumerate(types)),
+            "}", ""]))
+        formas[count] = path
+    return formas
+
+
+# -- the report --------------------------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[1_000, 10_000])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--compare", type=Path, help="another checkout (with its .venv) to run alternately")
+    args = parser.parse_args()
+    checkouts = {"this": svc_of(None), **({"other": svc_of(args.compare)} if args.compare else {})}
+    pkl = str(find_pkl())
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
-        warmup = write_forma(Path(tmp), 10)
-        evaluate_forma(warmup)  # starts the pkl server; its start-up is not part of the figures
-        print(f"{'resources':>10} {'eval s':>8} {'per 1k s':>9} {'python peak MiB':>16} {'pkl server peak MiB':>20}")
-        for size in sizes:
-            path = write_forma(Path(tmp), size)
-            start = time.perf_counter()
-            forma_properties(path)
-            forma = evaluate_forma(path)
-            elapsed = time.perf_counter() - start
-            assert len(forma.resources) == size, len(forma.resources)
-            python_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"{size:>10} {elapsed:>8.2f} {elapsed / size * 1000:>9.2f} {python_peak:>16.0f} "
-                  f"{peak_rss_mib(shared_server().pid):>20.0f}")
+        directory = Path(tmp)
+        for size in args.sizes:
+            forma = write_forma(directory, size)
+            print(f"\n{size:,} explicit LOCAL resources:")
+            results = paired({name: svc_eval(svc, forma) for name, svc in checkouts.items()}, args.runs)
+            goal = GOAL_SECONDS.get(size)
+            for name, runs in results.items():
+                print(f"  svc eval ({name}): {said(runs)}" + (f"   goal ≤ {goal} s, pkl server ≤ {GOAL_PKL_MIB} MiB"
+                                                              if goal else ""))
+            if args.compare:
+                print(f"  this ÷ other: {ratios(results['this'], results['other'])}")
+            print(f"  inside (this): {inside(forma)}")
+            floors = paired({"direct": [pkl, "eval", str(direct_copy(directory, forma))],
+                             "plain": [pkl, "eval", "-f", "json", str(write_plain(directory, size))]}, args.runs)
+            print(f"  floor, the forma through pkl eval alone: {said(floors['direct'])}")
+            print(f"  floor, the same objects as plain Pkl:    {said(floors['plain'])}")
+        formas = aws_formas(directory)
+        few, many = AWS_TYPES
+        print(f"\nsvc eval of {few} AWS registry types against {many} (one resource each):")
+        for name, svc in checkouts.items():
+            results = paired({count: svc_eval(svc, path) for count, path in formas.items()}, args.runs)
+            print(f"  {name}: {few} types {said(results[few])}; {many} types {said(results[many])}; "
+                  f"{many} ÷ {few}: {ratios(results[many], results[few])}   goal ≤ {GOAL_AWS_RATIO}")
+    print(f"\nload average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (at the end)")
 
 
 if __name__ == "__main__":
-    main([int(arg) for arg in sys.argv[1:]] or [1_000, 10_000])
+    main()
