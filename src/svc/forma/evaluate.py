@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from svc.forma.errors import FormaError, from_pkl_error
 from svc.model.forma import Forma, Property
+from svc.model.schema import Schema
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
 from svc.pkl.ext import ext_readers
 from svc.pkl.projects import PklProjectError, environment_for
@@ -19,7 +20,8 @@ PROPERTIES_MODE = "properties"
 _NOT_A_FORMA = '{path} is not a forma; start it with: amends "@svc/forma.pkl"'
 
 
-def _evaluate(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
+def evaluate_document(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
+    """The JSON document the forma at ``path`` renders, with ``properties`` as its ``prop:`` values."""
     if not path.is_file():
         raise FormaError(f"forma file {path} does not exist")
     try:
@@ -48,7 +50,7 @@ def _evaluate(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
 
 def forma_properties(path: Path) -> dict[str, Property]:
     """The forma's CLI properties, by name: each becomes the flag ``--<flag>``."""
-    document = _evaluate(path, {"$cmd": "eval", "$mode": PROPERTIES_MODE})
+    document = evaluate_document(path, {"$cmd": "eval", "$mode": PROPERTIES_MODE})
     try:
         return {name: Property.model_validate(p) for name, p in document.get("Properties", {}).items()}
     except (ValidationError, AttributeError) as exc:
@@ -59,10 +61,22 @@ def evaluate_forma(
     path: Path, *, command: str = "eval", mode: str = "reconcile", flags: Mapping[str, str] | None = None
 ) -> Forma:
     """Evaluates and validates the forma at ``path``; ``flags`` are the CLI property values."""
-    document = _evaluate(path, {**(flags or {}), "$cmd": command, "$mode": mode})
+    document = evaluate_document(path, {**(flags or {}), "$cmd": command, "$mode": mode})
     if "Resources" not in document:
         raise FormaError(_NOT_A_FORMA.format(path=path))
     try:
-        return Forma.model_validate(document)
+        return Forma.model_validate(_with_descriptors(document))
     except ValidationError as exc:  # Pkl rendered the forma; a mismatch here is svc's own bug
         raise FormaError(f"{path}: the evaluated forma does not have the expected shape: {exc}") from exc
+
+
+def _with_descriptors(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with each resource's descriptor in place. ``@svc/forma.pkl`` lists each resource class's
+    descriptor once (``Schemas``) and has each resource name its own (``SchemaIndex``): each is validated once,
+    and the resources of a class share the one (frozen) ``Schema``, which pydantic takes as it is."""
+    schemas = [Schema.model_validate(schema) for schema in document.pop("Schemas", None) or ()]
+    for resource in document["Resources"] if isinstance(document["Resources"], list) else ():
+        index = resource.pop("SchemaIndex", None) if isinstance(resource, dict) else None
+        if isinstance(index, int) and 0 <= index < len(schemas):
+            resource["Schema"] = schemas[index]
+    return document
