@@ -64,6 +64,25 @@ def test_a_server_that_breaks_the_protocol_is_replaced_and_the_evaluation_retrie
         server.close()
 
 
+def test_evaluations_after_an_error_keep_their_server(write_pkl, caplog) -> None:
+    """pkl server 0.30 often repeats a long error (a forma's, with its stack) after answering it, as a bare string:
+    that copy is dropped, not taken for a stream out of step, which would cost a new server and print a warning
+    to a CLI user whose forma failed (the CLI evaluates again after a failure, for the flags' own error)."""
+    bad = write_pkl("bad.pkl", 'x: Int = throw("not today " + "and not tomorrow ".repeat(150))\n')
+    good = write_pkl("m.pkl", "x = 1\noutput { renderer = new JsonRenderer {} }\n")
+    server = PklServer()
+    try:
+        for _ in range(15):
+            with pytest.raises(PklError, match="not today"):
+                server.evaluate(EvaluationRequest(bad.as_uri(), expression="x"))
+            pid = server.pid
+            assert json.loads(server.evaluate(EvaluationRequest(good.as_uri()))) == {"x": 1}
+            assert server.pid == pid
+        assert "malformed" not in caplog.text
+    finally:
+        server.close()
+
+
 def test_edits_between_evaluations_are_seen(write_pkl) -> None:
     """A fresh evaluator per evaluation: Pkl's module cache never serves a stale file."""
     module = write_pkl("m.pkl", "x = 1\noutput { renderer = new JsonRenderer {} }\n")

@@ -86,6 +86,9 @@ class PklServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._unpacker: msgpack.Unpacker | None = None
         self._next_id = 0
+        # pkl server 0.30 sometimes repeats an evaluation's error after its answer, as a bare string (written
+        # with the next message it sends): the last error answered, to recognise that copy.
+        self._answered_error: str | None = None
 
     # -- process lifecycle -------------------------------------------------------------------
     def _ensure_started(self) -> None:
@@ -98,6 +101,7 @@ class PklServer:
             stderr=subprocess.DEVNULL,
         )
         self._unpacker = msgpack.Unpacker(raw=False)
+        self._answered_error = None
 
     def close(self) -> None:
         with self._lock:
@@ -128,6 +132,10 @@ class PklServer:
         assert self._process is not None and self._process.stdout is not None and self._unpacker is not None
         while True:
             for message in self._unpacker:
+                if isinstance(message, str) and message == self._answered_error:
+                    log.debug("dropped a repeated error message")
+                    self._answered_error = None
+                    continue
                 if (not isinstance(message, (list, tuple)) or len(message) != 2 or not isinstance(message[0], int)
                         or not isinstance(message[1], dict)):
                     raise PklServerError(f"pkl server sent a malformed message: {_shape(message)}")
@@ -247,6 +255,7 @@ class PklServer:
         finally:
             self._send(_CLOSE_EVALUATOR, {"evaluatorId": evaluator_id})
         if result.get("error"):
+            self._answered_error = result["error"]
             raise PklError(result["error"])
         return msgpack.unpackb(result["result"], raw=False)
 
