@@ -1,8 +1,16 @@
 """What evaluating a forma costs, in the shapes that show it: each resource class's descriptor is rendered and
-parsed once, however many resources the class has."""
+parsed once, however many resources the class has; the CLI evaluates a forma once, flags and all."""
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from svc.cli.main import main
 from svc.forma import evaluate_forma
 from svc.forma.evaluate import evaluate_document
 
@@ -62,3 +70,70 @@ def test_the_resources_of_a_class_share_one_validated_descriptor(write_pkl) -> N
     assert rendered["f3"]["Schema"] == files[0].schema_.to_json()
     assert rendered["stamped"]["Schema"]["Fields"] == ["text", "stamp"]
     assert rendered["d"]["Schema"]["Identifier"] == "$.Path"
+
+
+# trace() logs each time Pkl evaluates it (a Log message of the pkl server, logged by svc.pkl), and the
+# properties are read by every evaluation of the forma: the number of traces is the number of evaluations.
+COUNTED = """\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@local/local.pkl" as lcl
+import "@local/fs.pkl"
+
+properties {
+  greeting = new svc.Prop { flag = "greeting"; default = trace("counted: Hello") }
+  ratio = new svc.Prop { flag = "ratio"; default = 0.5 }
+  owner = new svc.Prop { flag = "owner" }
+}
+
+forma {
+  new svc.Stack { label = "site" }
+  new svc.Target { label = "home"; config = new lcl.Config { root = "/tmp/svc-forma-evaluation" } }
+  new fs.File { label = "index"; path = "index.html"
+    content = "\\(properties.greeting.value) \\(properties.ratio.value) \\(properties.owner.value)" }
+}
+"""
+
+
+def svc_eval(path: Path, *flags: str, caplog: pytest.LogCaptureFixture,
+             capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any] | str, int]:
+    """``svc eval`` in this process: its exit code, the forma JSON (or the error), how many evaluations it took."""
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="svc.pkl"):
+        code = main(["eval", str(path), "--output-consumer", "machine", *flags])
+    out, err = capsys.readouterr()
+    evaluations = sum("counted: Hello" in record.getMessage() for record in caplog.records)
+    return code, json.loads(out) if code == 0 else err, evaluations
+
+
+def content(forma: dict[str, Any]) -> str:
+    [index] = forma["Resources"]
+    return index["Properties"]["Content"]
+
+
+def test_the_cli_evaluates_a_forma_once(write_pkl, caplog, capsys) -> None:
+    path = write_pkl("main.pkl", COUNTED)
+    code, forma, evaluations = svc_eval(path, "--owner", "me", caplog=caplog, capsys=capsys)
+    assert (code, evaluations) == (0, 1)
+    assert content(forma) == "counted: Hello 0.5 me"
+    assert forma["Properties"]["greeting"] == {"Flag": "greeting", "Type": "String", "Default": "counted: Hello",
+                                               "Value": "counted: Hello"}
+    code, forma, evaluations = svc_eval(path, "--greeting=Hi", "--owner", "you", "--ratio", "1.5",
+                                        caplog=caplog, capsys=capsys)
+    assert (code, evaluations, content(forma)) == (0, 1, "Hi 1.5 you")
+
+
+def test_flags_the_parser_reads_otherwise_are_evaluated_again_with_its_values(write_pkl, caplog, capsys) -> None:
+    # `--ratio 2` is the Float 2.0 to the parser: the evaluation with "2" is not the one the flags ask for.
+    code, forma, evaluations = svc_eval(write_pkl("main.pkl", COUNTED), "--owner", "me", "--ratio", "2",
+                                        caplog=caplog, capsys=capsys)
+    assert (code, evaluations, content(forma)) == (0, 2, "counted: Hello 2.0 me")
+
+
+def test_a_missing_required_flag_is_the_error_whatever_the_forma_makes_of_it(write_pkl, caplog, capsys) -> None:
+    code, error, _ = svc_eval(write_pkl("main.pkl", COUNTED), caplog=caplog, capsys=capsys)
+    assert (code, error) == (1, "Error: Missing option '--owner'.\n")
+    failing = COUNTED.replace("\\(properties.owner.value)", "\\(properties.owner.value.length)")
+    assert failing != COUNTED
+    code, error, _ = svc_eval(write_pkl("main.pkl", failing), caplog=caplog, capsys=capsys)
+    assert (code, error) == (1, "Error: Missing option '--owner'.\n")

@@ -15,7 +15,8 @@ from typer.core import TyperCommand
 
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
-from svc.forma import FormaError, evaluate_forma, forma_properties
+from svc.forma import FormaError, forma_properties
+from svc.forma.arguments import evaluate_with_arguments
 from svc.forma.project_init import init_project
 from svc.model.forma import Property
 
@@ -52,26 +53,27 @@ def _option(name: str, prop: Property) -> click.Option:
 
 
 def parse_property_flags(properties: Mapping[str, Property], args: Sequence[str]) -> dict[str, str]:
-    """The values of the forma's property flags in ``args``, as the strings Pkl reads (``prop:``)."""
+    """The values of the property flags ``args`` give, as the strings Pkl reads (``prop:``). A flag left out is
+    not passed: its default is the forma's own (``Prop.value``, a typed property's default)."""
     options = {f"p{index}": prop for index, prop in enumerate(properties.values())}
     command = click.Command("properties", params=[_option(name, prop) for name, prop in options.items()])
     try:
         with command.make_context("svc", list(args)) as ctx:
-            values = ctx.params
+            given = {name: value for name, value in ctx.params.items()
+                     if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE}
     except click.ClickException as exc:
         raise CliError(exc.format_message()) from exc
     return {
         prop.flag: (str(value).lower() if isinstance(value, bool) else str(value))
         for name, prop in options.items()
-        if (value := values.get(name)) is not None
+        if (value := given.get(name)) is not None
     }
 
 
 def evaluate_with_flags(file: Path, args: Sequence[str], *, command: str, mode: str) -> Any:
     """Evaluates a forma with its property flags taken from ``args`` (what apply and destroy use too)."""
     try:
-        flags = parse_property_flags(forma_properties(file), args)
-        return evaluate_forma(file, command=command, mode=mode, flags=flags)
+        return evaluate_with_arguments(file, args, parse_property_flags, command=command, mode=mode)
     except FormaError as exc:
         raise CliError(str(exc)) from exc
 
