@@ -13,7 +13,9 @@ content a reference to its directory's path):
   (``pkl eval -f json``, no svc module at all).
 
 Then ``svc eval`` of a forma of 40 AWS registry types from 40 services against one of 3 of them (one resource
-each, the types ``bench/aws_registry.py`` chooses): the goal is ≤ 1.2×.
+each, the types ``bench/aws_registry.py`` chooses): the goal is ≤ 1.2×. The descriptors svc keeps from one
+evaluation to the next (``svc.forma.descriptor_cache``) are kept in a new directory for the run
+(``$SVC_SCHEMA_CACHE``): the first evaluation of each AWS forma, which derives them, is printed on its own.
 
 ``--compare OTHER_CHECKOUT`` runs every ``svc eval`` alternately with this checkout's and OTHER_CHECKOUT's
 (``OTHER_CHECKOUT/.venv/bin/svc``): a paired A/B on a machine whose load varies. The machine's load average is
@@ -252,6 +254,7 @@ def main() -> None:
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
+        os.environ["SVC_SCHEMA_CACHE"] = str(directory / "schema-cache")  # for every svc eval below
         for size in args.sizes:
             forma = write_forma(directory, size)
             print(f"\n{size:,} explicit LOCAL resources:")
@@ -271,6 +274,9 @@ def main() -> None:
         few, many = AWS_TYPES
         print(f"\nsvc eval of {few} AWS registry types against {many} (one resource each):")
         for name, svc in checkouts.items():
+            first = {count: run_command(svc_eval(svc, path)) for count, path in formas.items()}
+            print(f"  {name}, the first evaluation (descriptors derived): {few} types {said([first[few]])}; "
+                  f"{many} types {said([first[many]])}")
             results = paired({count: svc_eval(svc, path) for count, path in formas.items()}, args.runs)
             print(f"  {name}: {few} types {said(results[few])}; {many} types {said(results[many])}; "
                   f"{many} ÷ {few}: {ratios(results[many], results[few])}   goal ≤ {GOAL_AWS_RATIO}")

@@ -1,5 +1,6 @@
 """What evaluating a forma costs, in the shapes that show it: each resource class's descriptor is rendered and
-parsed once, however many resources the class has; the CLI evaluates a forma once, flags and all."""
+parsed once, however many resources the class has, and derived once for a class of svc's packages, then kept;
+the CLI evaluates a forma once, flags and all."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 
 from svc.cli.main import main
 from svc.forma import evaluate_forma
+from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.evaluate import evaluate_document
+from svc.pkl.projects import environment_for
 
 FORMA = """\
 amends "@svc/forma.pkl"
@@ -137,3 +140,17 @@ def test_a_missing_required_flag_is_the_error_whatever_the_forma_makes_of_it(wri
     assert failing != COUNTED
     code, error, _ = svc_eval(write_pkl("main.pkl", failing), caplog=caplog, capsys=capsys)
     assert (code, error) == (1, "Error: Missing option '--owner'.\n")
+
+
+def test_a_package_class_is_derived_once_then_kept_with_the_same_forma_json(write_pkl, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SVC_SCHEMA_CACHE", str(tmp_path / "cache"))
+    path = write_pkl("main.pkl", FORMA)
+    first = evaluate_forma(path).to_json()
+    kept = DescriptorCache.open(environment_for(path).project)
+    # LOCAL's File and Directory are kept; the forma's own Note and StampedNote never are.
+    assert sorted(key.rpartition("#")[2] for key in kept.offered()) == ["Directory", "File"]
+    document = evaluate_document(path, {CACHED_CLASSES: "\n".join(kept.offered())})
+    derived = {key.rpartition("#")[2]: schema is not None for key, schema in zip(document["SchemaKeys"],
+                                                                                   document["Schemas"], strict=True)}
+    assert derived == {"Directory": False, "File": False, "Note": True, "StampedNote": True}
+    assert evaluate_forma(path).to_json() == first

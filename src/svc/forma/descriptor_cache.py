@@ -1,0 +1,208 @@
+"""The descriptors of resource classes from svc's Pkl packages, kept from one forma evaluation to the next.
+
+Deriving a class's descriptor (``svc.schemaOf``: its fields and hints, its secrets' paths, through every
+sub-resource) is most of what a forma of many types costs: 40 AWS registry types took three times as long as 3.
+A class declared in a package that svc supplies (a plugin's schema package, ``@svc``) changes only when the files
+it is read from do, so its descriptor is kept here once derived, with the size and modification time of its
+module and of every module that module imports, transitively (the Pkl binary's too). The next evaluation is told
+which classes it need not derive (``prop:$cachedClasses``). A class declared anywhere else (in the forma, in a
+project's helper modules) is derived every time: nothing here is keyed by what the user is editing.
+
+One file per svc version in the schema cache directory (``svc.schema.extract.default_cache_dir``), replaced
+whole; a file that cannot be read is as good as none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from svc import __version__
+from svc.pkl import find_pkl
+from svc.schema.extract import default_cache_dir
+
+CACHED_CLASSES = "$cachedClasses"  # the prop: that names the classes not to derive, one per line
+_FORMAT = 1
+_log = logging.getLogger(__name__)
+
+# What a Pkl module reads other modules with: `import`, `import*`, `amends`, `extends` clauses (at the start of a
+# line) and import expressions. Matching more than that (one in a string) only adds files to watch.
+_CLAUSE = re.compile(r'^\s*(?:import\*?|amends|extends)\s+"([^"]*)"', re.MULTILINE)
+_EXPRESSION = re.compile(r'\bimport\*?\(\s*"([^"]*)"\s*\)')
+
+_Stat = tuple[int, int]  # size, modification time (ns)
+
+
+@dataclass(frozen=True)
+class Package:
+    """A local package of the evaluation: how its modules' URIs start, and its directory."""
+
+    uri_prefix: str
+    directory: Path
+
+
+def packages_of(project: Mapping[str, Any]) -> dict[str, Package]:
+    """The local packages an evaluator's ``project`` declares (and their own dependencies), by name."""
+    found: dict[str, Package] = {}
+
+    def walk(dependencies: Mapping[str, Any]) -> None:
+        for name, dependency in dependencies.items():
+            if dependency.get("type") != "local":
+                continue
+            directory = Path(unquote(urlparse(dependency["projectFileUri"]).path)).parent
+            found.setdefault(name, Package(f"project{dependency['packageUri']}#/", directory))
+            walk(dependency.get("dependencies") or {})
+
+    walk(project.get("dependencies") or {})
+    return found
+
+
+@dataclass
+class DescriptorCache:
+    """The kept descriptors (raw JSON text by ``<module file>#<class>``) and the files each was read from."""
+
+    path: Path
+    packages: dict[str, Package]
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changed: bool = False
+    _stats: dict[str, _Stat | None] = field(default_factory=dict)
+    _reads: dict[Path, list[Path] | None] = field(default_factory=dict)  # each module's own imports, once
+
+    @classmethod
+    def open(cls, project: Mapping[str, Any], directory: Path | None = None) -> DescriptorCache:
+        path = (directory or default_cache_dir()) / f"classes-svc-{__version__}.v{_FORMAT}.json"
+        cache = cls(path, packages_of(project))
+        try:
+            document = json.loads(path.read_bytes())
+            if document.get("Format") == _FORMAT and isinstance(document.get("Classes"), dict):
+                cache.entries = document["Classes"]
+        except (OSError, ValueError, AttributeError) as exc:
+            _log.debug("no descriptor cache read from %s: %s", path, exc)
+        return cache
+
+    # -- keys: Pkl knows a class by its module's URI, the cache by its module's file ----------------------------
+    def _file_of(self, key: str) -> str | None:
+        """``<module URI>#<class>`` as ``<module file>#<class>``, for a module of one of the packages."""
+        module, _, name = key.rpartition("#")
+        for package in self.packages.values():
+            if module.startswith(package.uri_prefix):
+                return f"{package.directory / module.removeprefix(package.uri_prefix)}#{name}"
+        return None
+
+    def _key_of(self, entry: str) -> str | None:
+        """``<module file>#<class>`` as the ``<module URI>#<class>`` Pkl knows it by, if a package holds it."""
+        module, _, name = entry.rpartition("#")
+        path = Path(module)
+        for package in self.packages.values():
+            if path.is_relative_to(package.directory):
+                return f"{package.uri_prefix}{path.relative_to(package.directory).as_posix()}#{name}"
+        return None
+
+    # -- what the evaluation need not derive ------------------------------------------------------------------
+    def offered(self) -> list[str]:
+        """The classes whose kept descriptor is still what their files give, as Pkl names them."""
+        fresh = []
+        for entry, kept in list(self.entries.items()):
+            key = self._key_of(entry)
+            if key is not None and self._unchanged(kept["Files"]):
+                fresh.append(key)
+        return fresh
+
+    def _stat(self, file: str) -> _Stat | None:
+        if file not in self._stats:
+            try:
+                info = os.stat(file)
+                self._stats[file] = (info.st_size, info.st_mtime_ns)
+            except OSError:
+                self._stats[file] = None
+        return self._stats[file]
+
+    def _unchanged(self, files: Mapping[str, list[int]]) -> bool:
+        return all(self._stat(file) == tuple(recorded) for file, recorded in files.items())
+
+    def schema(self, key: str) -> str:
+        """The kept descriptor (JSON text) of a class :meth:`offered` named."""
+        entry = self._file_of(key)
+        if entry is None or entry not in self.entries:
+            raise KeyError(key)
+        return self.entries[entry]["Schema"]
+
+    # -- keeping what an evaluation derived -------------------------------------------------------------------
+    def keep(self, key: str, schema: Any) -> None:
+        """Keeps a class's descriptor as Pkl rendered it, when the class is a package's and its files are known."""
+        entry = self._file_of(key)
+        if entry is None:
+            return
+        files = self._module_files(Path(entry.rpartition("#")[0]))
+        if files is None:
+            return
+        stats = {str(file): self._stat(str(file)) for file in [*files, find_pkl()]}
+        if any(stat is None for stat in stats.values()):
+            return
+        self.entries[entry] = {"Files": stats, "Schema": json.dumps(schema, separators=(",", ":"))}
+        self.changed = True
+
+    def _module_files(self, module: Path) -> list[Path] | None:
+        """The module and every module it reads, transitively; None when one of them cannot be followed (a glob,
+        another URI scheme, a package this evaluation does not have)."""
+        seen: set[Path] = set()
+        pending = [module]
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            reads = self._reads_of(current)
+            if reads is None:
+                return None
+            pending.extend(reads)
+        return sorted(seen)
+
+    def _reads_of(self, module: Path) -> list[Path] | None:
+        if module not in self._reads:
+            try:
+                text = module.read_text(encoding="utf-8")
+            except OSError:
+                self._reads[module] = None
+            else:
+                found = [self._resolve(module, target) for target in _imports(text)]
+                self._reads[module] = None if None in found else [path for paths in found if paths for path in paths]
+        return self._reads[module]
+
+    def _resolve(self, importer: Path, target: str) -> list[Path] | None:
+        if target.startswith("pkl:"):
+            return []  # the standard library: part of the Pkl binary, which is kept with every entry
+        if any(glob in target for glob in "*{[?"):
+            return None
+        if target.startswith("@"):
+            name, _, rest = target[1:].partition("/")
+            package = self.packages.get(name)
+            return None if package is None else [package.directory / rest]
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
+            return None
+        return [Path(os.path.normpath(importer.parent / target))]
+
+    def save(self) -> None:
+        """Writes the kept descriptors if this evaluation added any (atomically: a reader sees one file whole)."""
+        if not self.changed:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps({"Format": _FORMAT, "Classes": self.entries}, separators=(",", ":")))
+            temporary.replace(self.path)
+        except OSError as exc:  # a cache that cannot be written costs the next evaluation time, nothing else
+            _log.debug("descriptor cache not written to %s: %s", self.path, exc)
+        self.changed = False
+
+
+def _imports(text: str) -> Iterable[str]:
+    yield from (match.group(1) for match in _CLAUSE.finditer(text))
+    yield from (match.group(1) for match in _EXPRESSION.finditer(text))
