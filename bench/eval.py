@@ -1,7 +1,9 @@
 """Forma evaluation: ``svc eval`` of 1,000 and 10,000 explicit resources, beside what Pkl alone takes.
 
-Prints, per size (a forma of LOCAL files written out one by one, one directory per ten files, each file's
-content a reference to its directory's path):
+Prints, per size, for a forma of LOCAL files and directories (one directory per ten files, each file's content a
+reference to its directory's path) written out one by one ("explicit", as issue 30's goals count them), then for
+the same resources made by a ``for`` generator ("generated": the shape this bench had before, Pkl's parse of the
+forma is then negligible; the two render the same forma JSON):
 
 - ``svc eval --output-consumer machine`` end to end, as a user runs it: wall seconds (median and best of
   ``--runs``), the CPU seconds of the CLI and its pkl server, and the peak RSS of the largest of them (the pkl
@@ -10,7 +12,7 @@ content a reference to its directory's path):
   Python (parsing, validating), the pkl server's CPU and peak RSS, and how many evaluations it took (goal: 1);
 - two floors: the same forma through ``pkl eval`` with the same modules and no svc process (svc's modules and
   the LOCAL package copied with their ``@svc/`` imports made relative), and the same objects as plain Pkl
-  (``pkl eval -f json``, no svc module at all).
+  (``pkl eval -f json``, no svc module at all: written out, or made by ``IntSeq.map``).
 
 Then ``svc eval`` of a forma of 40 AWS registry types from 40 services against one of 3 of them (one resource
 each, the types ``bench/aws_registry.py`` chooses): the goal is ≤ 1.2×. The descriptors svc keeps from one
@@ -63,32 +65,71 @@ def _local_resources(size: int) -> list[tuple[str, str, str]]:
     return resources
 
 
-def write_forma(directory: Path, size: int) -> Path:
-    """``size`` explicit LOCAL resources, each written out as a user would."""
-    lines = ['amends "@svc/forma.pkl"', 'import "@svc/svc.pkl"', 'import "@local/local.pkl" as lcl',
-             'import "@local/fs.pkl"']
+_HEADER = ['amends "@svc/forma.pkl"', 'import "@svc/svc.pkl"', 'import "@local/local.pkl" as lcl',
+           'import "@local/fs.pkl"']
+_PLACES = ['  new svc.Stack { label = "bench" }',
+           '  new svc.Target { label = "home"; config = new lcl.Config { root = "/tmp/svc-bench-eval" } }']
+
+
+def write_explicit(directory: Path, size: int) -> Path:
+    """``size`` LOCAL resources, each written out as a user would."""
+    lines = [*_HEADER]
     lines += [f'local {label} = new fs.Directory {{ label = "{label}"; {body} }}'
               for kind, label, body in _local_resources(size) if kind == "Directory"]
-    lines += ["forma {", '  new svc.Stack { label = "bench" }',
-              '  new svc.Target { label = "home"; config = new lcl.Config { root = "/tmp/svc-bench-eval" } }']
+    lines += ["forma {", *_PLACES]
     lines += [f"  {label}" if kind == "Directory" else f'  new fs.File {{ label = "{label}"; {body} }}'
               for kind, label, body in _local_resources(size)]
-    path = directory / f"forma-{size}.pkl"
+    path = directory / f"explicit-{size}.pkl"
     path.write_text("\n".join([*lines, "}", ""]))
     return path
 
 
-def write_plain(directory: Path, size: int) -> Path:
-    """The objects the forma renders, with the same members, as plain Pkl: the floor of Pkl alone."""
+def write_generated(directory: Path, size: int) -> Path:
+    """The same ``size`` resources made by a ``for`` generator."""
+    lines = [*_HEADER,
+             f"local dirs = IntSeq(0, {size // 10 - 1}).toList().map((n) -> "
+             'new fs.Directory { label = "d\\(n * 10)"; path = "d\\(n * 10)"; mode = "0755" })',
+             "forma {", *_PLACES,
+             "  for (n, d in dirs) {",
+             "    d",
+             "    for (f in IntSeq(1, 9)) {",
+             '      new fs.File { label = "f\\(n * 10 + f)"; path = "d\\(n * 10)/f\\(n * 10 + f).txt"',
+             "        content = d.res.path }",
+             "    }",
+             "  }",
+             "}", ""]
+    path = directory / f"generated-{size}.pkl"
+    path.write_text("\n".join(lines))
+    return path
+
+
+_PLAIN_REFERENCE = ('Content {{ ["$res"] = true; ["$label"] = "{label}"; ["$type"] = "LOCAL::FS::Directory"; '
+                    '["$property"] = "Path"; ["$visibility"] = "Clear"; ["$stack"] = "bench" }}')
+
+
+def write_plain_generated(directory: Path, size: int) -> Path:
+    """The objects the forma renders, made by ``IntSeq.map`` in plain Pkl: the floor of Pkl alone."""
+    common = 'Stack = "bench"; Target = "home"; Managed = true'
+    content = _PLAIN_REFERENCE.format(label="d\\(n - n % 10)")
+    text = (f"resources = IntSeq(0, {size - 1}).map((n) ->\n"
+            f'  if (n % 10 == 0) new Dynamic {{ Label = "d\\(n)"; Type = "LOCAL::FS::Directory"; {common}\n'
+            '    Properties { Path = "d\\(n)"; Mode = "0755" } }\n'
+            f'  else new Dynamic {{ Label = "f\\(n)"; Type = "LOCAL::FS::File"; {common}\n'
+            f'    Properties {{ Path = "d\\(n - n % 10)/f\\(n).txt"; {content} }} }}).toList()\n')
+    path = directory / f"plain-generated-{size}.pkl"
+    path.write_text(text)
+    return path
+
+
+def write_plain_explicit(directory: Path, size: int) -> Path:
+    """The objects the forma renders, with the same members, written out as plain Pkl: the floor of Pkl alone."""
     lines = ["resources {"]
     for kind, label, body in _local_resources(size):
         props = body.replace("path =", "Path =").replace("mode =", "Mode =")
-        props = re.sub(r"content = (d\d+)\.res\.path",
-                       r'Content { ["$res"] = true; ["$label"] = "\1"; ["$type"] = "LOCAL::FS::Directory"; '
-                       r'["$property"] = "Path"; ["$visibility"] = "Clear"; ["$stack"] = "bench" }', props)
+        props = re.sub(r"content = (d\d+)\.res\.path", lambda m: _PLAIN_REFERENCE.format(label=m.group(1)), props)
         lines.append(f'  new {{ Label = "{label}"; Type = "LOCAL::FS::{kind}"; Stack = "bench"; Target = "home"; '
                      f"Managed = true; Properties {{ {props} }} }}")
-    path = directory / f"plain-{size}.pkl"
+    path = directory / f"plain-explicit-{size}.pkl"
     path.write_text("\n".join([*lines, "}", ""]))
     return path
 
@@ -256,20 +297,22 @@ def main() -> None:
         directory = Path(tmp)
         os.environ["SVC_SCHEMA_CACHE"] = str(directory / "schema-cache")  # for every svc eval below
         for size in args.sizes:
-            forma = write_forma(directory, size)
-            print(f"\n{size:,} explicit LOCAL resources:")
-            results = paired({name: svc_eval(svc, forma) for name, svc in checkouts.items()}, args.runs)
-            goal = GOAL_SECONDS.get(size)
-            for name, runs in results.items():
-                print(f"  svc eval ({name}): {said(runs)}" + (f"   goal ≤ {goal} s, pkl server ≤ {GOAL_PKL_MIB} MiB"
-                                                              if goal else ""))
-            if args.compare:
-                print(f"  this ÷ other: {ratios(results['this'], results['other'])}")
-            print(f"  inside (this): {inside(forma)}")
-            floors = paired({"direct": [pkl, "eval", str(direct_copy(directory, forma))],
-                             "plain": [pkl, "eval", "-f", "json", str(write_plain(directory, size))]}, args.runs)
-            print(f"  floor, the forma through pkl eval alone: {said(floors['direct'])}")
-            print(f"  floor, the same objects as plain Pkl:    {said(floors['plain'])}")
+            for shape, write, write_plain in (("explicit", write_explicit, write_plain_explicit),
+                                              ("generated", write_generated, write_plain_generated)):
+                forma = write(directory, size)
+                print(f"\n{size:,} LOCAL resources, {shape}:")
+                results = paired({name: svc_eval(svc, forma) for name, svc in checkouts.items()}, args.runs)
+                goal = GOAL_SECONDS.get(size) if shape == "explicit" else None
+                for name, runs in results.items():
+                    print(f"  svc eval ({name}): {said(runs)}   goal" + (f" ≤ {goal} s," if goal else "")
+                          + f" pkl server ≤ {GOAL_PKL_MIB} MiB")
+                if args.compare:
+                    print(f"  this ÷ other: {ratios(results['this'], results['other'])}")
+                print(f"  inside (this): {inside(forma)}")
+                floors = paired({"direct": [pkl, "eval", str(direct_copy(directory, forma))],
+                                 "plain": [pkl, "eval", "-f", "json", str(write_plain(directory, size))]}, args.runs)
+                print(f"  floor, the forma through pkl eval alone: {said(floors['direct'])}")
+                print(f"  floor, the same objects as plain Pkl:    {said(floors['plain'])}")
         formas = aws_formas(directory)
         few, many = AWS_TYPES
         print(f"\nsvc eval of {few} AWS registry types against {many} (one resource each):")
