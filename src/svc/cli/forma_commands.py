@@ -190,6 +190,10 @@ def eval_command(
     """Evaluate a forma and print the forma JSON that apply would send; the forma's properties are flags."""
     del config  # accepted for the same flags on every command; evaluation needs nothing from it
     forma = evaluate_with_flags(file, ctx.args, command="eval", mode=mode.value)
+    from svc.pkl import stop_shared_server  # loaded by the evaluation already
+
+    # Evaluating is over: the pkl server's compiler threads would go on taking a CPU while the forma is printed.
+    stop_shared_server()
     emit(forma.to_json(), output_consumer, output_schema, _human(output_schema))
 
 
