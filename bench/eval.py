@@ -23,7 +23,7 @@ evaluation to the next (``svc.forma.descriptor_cache``) are kept in a new direct
 (``OTHER_CHECKOUT/.venv/bin/svc``): a paired A/B on a machine whose load varies. The machine's load average is
 printed with the figures. Figures only, no assertions.
 
-    .venv/bin/python bench/eval.py [--runs N] [--compare OTHER_CHECKOUT] [SIZE ...]
+    .venv/bin/python bench/eval.py [--runs N] [--compare OTHER_CHECKOUT] [--aws-only] [SIZE ...]
 """
 
 from __future__ import annotations
@@ -289,6 +289,7 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[1_000, 10_000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--compare", type=Path, help="another checkout (with its .venv) to run alternately")
+    parser.add_argument("--aws-only", action="store_true", help="only the 3 against 40 AWS types")
     args = parser.parse_args()
     checkouts = {"this": svc_of(None), **({"other": svc_of(args.compare)} if args.compare else {})}
     pkl = str(find_pkl())
@@ -296,7 +297,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         os.environ["SVC_SCHEMA_CACHE"] = str(directory / "schema-cache")  # for every svc eval below
-        for size in args.sizes:
+        for size in [] if args.aws_only else args.sizes:
             for shape, write, write_plain in (("explicit", write_explicit, write_plain_explicit),
                                               ("generated", write_generated, write_plain_generated)):
                 forma = write(directory, size)
