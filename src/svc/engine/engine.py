@@ -10,6 +10,7 @@ reaper).
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,6 +39,8 @@ from svc.engine.service import (
 )
 from svc.engine.writer import BatchWriter
 from svc.model.states import TERMINAL_COMMAND_STATES
+
+log = logging.getLogger("svc.engine")
 
 if TYPE_CHECKING:
     from svc.engine.discovery import DiscoveryReport
@@ -101,7 +104,9 @@ class Engine:
         for job in self.jobs.values():
             await job.stop()
         await self.runs.stop()
-        await self.writer.flush()
+        if not await self.writer.flush(_FLUSH_SECONDS):
+            log.warning("stopping with writes the datastore did not take within %gs: the agent that resumes the "
+                        "commands asks the plugins what became of them", _FLUSH_SECONDS)
 
     async def stop(self) -> None:
         """Stops leading (a later start, here or on another agent, resumes the commands), then closes the
@@ -191,6 +196,8 @@ class Engine:
 
 
 _STORED_END_POLL_SECONDS = 0.25
+# A stopping leader waits this long for its last writes (a datastore outage must not hold a stop forever).
+_FLUSH_SECONDS = 5.0
 
 
 async def _stored_end(store: Datastore, command_id: str, timeout: float) -> None:

@@ -128,10 +128,13 @@ class BatchWriter:
         pending.future.add_done_callback(self._unsettled.discard)
         return pending.future
 
-    async def flush(self) -> None:
-        """Until every write queued so far is committed (or failed): what a stopping run handed over is stored."""
+    async def flush(self, timeout: float) -> bool:
+        """Until every write queued so far is committed (or failed), for at most ``timeout`` seconds (the datastore
+        may be down); whether all were. What a stopping run handed over is then stored."""
         if self._unsettled:
-            await asyncio.wait(set(self._unsettled))
+            _, pending = await asyncio.wait(set(self._unsettled), timeout=timeout)
+            return not pending
+        return True
 
     async def store_resource(self, write: ResourceWrite, command_id: str | None) -> StoreOutcome:
         return await self._submit(_Pending("resource", write, command_id))
