@@ -4,7 +4,6 @@ polling) against the Cloud Control stand-in: registry types with no native handl
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -19,6 +18,7 @@ from support.cloudcontrol.client import StandIn
 from svc.engine.gateway import PluginAccess, PluginGateway
 from svc.engine.operations import Attempt, Guard, RetryPolicy, Step
 from svc.plugins.host import HostedPlugin
+from svc.plugins.journal import Journal
 from svc.plugins.runner import PluginCallError
 from svc.plugins.sdk import ErrorCode, Json, Progress, ReadResult, Status
 
@@ -272,7 +272,7 @@ def test_a_create_interrupted_after_it_reached_cloud_control_creates_once(cloudc
         first_pid = aws.host.describe()["pid"]
         assert (await aws.read(KEY, "none")).error_code is ErrorCode.NOT_FOUND  # the plugin's client is made now
         creating = asyncio.create_task(aws.create(KEY, {"Description": "once"}, token="cmd-k9-create"))
-        await _journaled_pending(aws.journal)
+        await _journaled_pending(aws.journal, "cmd-k9-create")
         await asyncio.sleep(1.0)  # the request is at the stand-in now, which carries it out after its delay
         os.kill(first_pid, signal.SIGKILL)
         created = await creating  # the host restarts the plugin and re-sends the create with the same token
@@ -285,10 +285,13 @@ def test_a_create_interrupted_after_it_reached_cloud_control_creates_once(cloudc
     assert calls(cloudcontrol, "CreateResource") == 2  # sent twice, carried out once (the same ClientToken)
 
 
-async def _journaled_pending(journal: Path) -> None:
-    for _ in range(300):
-        for entry in journal.glob("*.json") if journal.is_dir() else ():
-            if json.loads(entry.read_text()).get("state") == "pending":
+async def _journaled_pending(directory: Path, token: str) -> None:
+    journal = Journal("AWS", directory)  # the plugin process's journal, read from this one
+    try:
+        for _ in range(300):
+            if (journal.get(token) or {}).get("state") == "pending":
                 return
-        await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)
+    finally:
+        journal.close()
     raise AssertionError("the plugin never journaled the create")

@@ -1,0 +1,72 @@
+"""The plugin SDK's idempotency journal on a real directory: what one instance writes another reads (the plugin
+process after a restart), entries of the earlier file-per-token layout, pruning, and no file per call."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from svc.plugins import journal as journal_module
+from svc.plugins.journal import Journal
+
+
+def test_an_entry_is_read_back_by_another_journal_on_the_same_directory(tmp_path: Path) -> None:
+    writer = Journal("LOCAL", tmp_path)
+    writer.begin("tok-1", "Create", "a.txt")
+    reader = Journal("LOCAL", tmp_path)  # a plugin process restarted after a crash
+    pending = reader.get("tok-1")
+    assert pending is not None and (pending["state"], pending["op"], pending["nativeId"]) == ("pending", "Create",
+                                                                                              "a.txt")
+    writer.finish("tok-1", "Create", "a.txt", {"Status": "Success", "NativeId": "a.txt"}, follow="req-9")
+    done = reader.get("tok-1")
+    assert done is not None and done["state"] == "done" and done["result"]["NativeId"] == "a.txt"
+    assert done["follow"] == "req-9"
+    assert reader.get("tok-never") is None
+    writer.close()
+    reader.close()
+
+
+def test_calls_add_no_file_per_token(tmp_path: Path) -> None:
+    # A file per call cost an inode allocation each, the larger part of a LOCAL file create on ext4.
+    journal = Journal("LOCAL", tmp_path)
+    threads = [threading.Thread(target=lambda n=n: (journal.begin(f"tok-{n}", "Create", f"f{n}"),
+                                                    journal.finish(f"tok-{n}", "Create", f"f{n}", {"n": n})))
+               for n in range(200)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(journal.get(f"tok-{n}")["result"] == {"n": n} for n in range(200))  # type: ignore[index]
+    assert len(list(tmp_path.iterdir())) <= 3  # the database, its write-ahead log and its shared memory
+    journal.close()
+
+
+def test_an_entry_of_the_file_per_token_layout_is_still_read(tmp_path: Path) -> None:
+    # A command that was running when svc was upgraded resumes with a token the earlier version journaled.
+    key = journal_module._key("tok-old")
+    (tmp_path / f"{key}.json").write_text(json.dumps({"state": "done", "op": "Create", "nativeId": "old",
+                                                      "at": 1.0, "result": {"Status": "Success"}}))
+    journal = Journal("LOCAL", tmp_path)
+    assert journal.get("tok-old") == {"state": "done", "op": "Create", "nativeId": "old", "at": 1.0,
+                                      "result": {"Status": "Success"}}
+    journal.close()
+
+
+def test_entries_older_than_the_horizon_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1_000_000_000.0]
+    monkeypatch.setattr(journal_module.time, "time", lambda: clock[0])
+    old_file, recent_file = (tmp_path / f"{journal_module._key(token)}.json" for token in ("tok-a", "tok-b"))
+    for path, written in ((old_file, clock[0]), (recent_file, clock[0] + journal_module.KEEP_SECONDS)):
+        path.write_text("{}")
+        os.utime(path, (written, written))
+    journal = Journal("LOCAL", tmp_path)
+    journal.begin("tok-old", "Create", "old")
+    clock[0] += journal_module.KEEP_SECONDS + journal_module.PRUNE_EVERY_SECONDS
+    journal.begin("tok-new", "Create", "new")
+    assert journal.get("tok-old") is None and journal.get("tok-new") is not None
+    assert not old_file.exists() and recent_file.exists()  # files of the earlier layout age out the same way
+    journal.close()
