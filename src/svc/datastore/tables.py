@@ -221,6 +221,8 @@ resource_updates = sa.Table(
     sa.Index("ix_resource_updates_ksuid", "ksuid"),
     sa.Index("ix_resource_updates_state", "state"),
     sa.Index("ix_resource_updates_stack", "stack_label", "command_id"),
+    # A command followed by polls asks for the updates whose state was written since the last one (migration 0008).
+    sa.Index("ix_resource_updates_modified", "command_id", "modified_ts"),
 )
 
 # A resource update's change as planned, keyed as its update: the change document (desired state with secrets
