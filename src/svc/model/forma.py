@@ -7,9 +7,10 @@ Resource ``properties`` stay JSON: references (``$res``), values (``$value``) an
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
 
 from svc.model.schema import FieldHint, Schema, WireModel
 
@@ -95,6 +96,35 @@ class Forma(WireModel):
     targets: tuple[Target, ...] = ()
     policies: tuple[Policy, ...] = ()
     resources: tuple[Resource, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _share_schemas(cls, data: Any) -> Any:
+        """Every resource of a type carries the same descriptor: each distinct one is validated once and the
+        (frozen) model shared. 100,000 resources held 100,000 copies of a few descriptors, 7 KB each: most of an
+        agent's memory while it plans them."""
+        if not isinstance(data, dict):
+            return data
+        key = "Resources" if "Resources" in data else "resources"
+        resources = data.get(key)
+        if not isinstance(resources, (list, tuple)):
+            return data
+        schemas: dict[str, Schema] = {}
+        shared: list[Any] = []
+        for resource in resources:
+            raw = resource.get("Schema") if isinstance(resource, dict) else None
+            if isinstance(raw, dict):
+                text = json.dumps(raw, separators=(",", ":"))
+                schema = schemas.get(text)
+                if schema is None:
+                    try:
+                        schema = schemas[text] = Schema.model_validate(raw)
+                    except ValidationError:
+                        schema = None  # validated with the resource, so that the error says where it is
+                if schema is not None:
+                    resource = {**resource, "Schema": schema}
+            shared.append(resource)
+        return {**data, key: shared}
 
     def to_json(self) -> dict[str, Any]:
         """The forma JSON as the original product renders it: what is unset or empty is left out (a
