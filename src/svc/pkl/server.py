@@ -38,6 +38,8 @@ _LIST_RESOURCES_RESPONSE = 0x2B
 _LIST_MODULES = 0x2C
 _LIST_MODULES_RESPONSE = 0x2D
 
+MAX_ANSWER_BYTES = 2**32 - 1  # msgpack's largest buffer: one message of the server, undecoded
+
 _STANDARD_MODULES = ["pkl:", "repl:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
 _STANDARD_RESOURCES = ["env:", "prop:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
 
@@ -100,7 +102,9 @@ class PklServer:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
-        self._unpacker = msgpack.Unpacker(raw=False)
+        # msgpack's default buffer (100 MiB) is smaller than one evaluation's answer for a forma of 100,000
+        # resources (BufferFull): the server is ours, so its answers are bounded by the forma, not by a guess.
+        self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=MAX_ANSWER_BYTES)
         self._answered_error = None
 
     def close(self) -> None:
