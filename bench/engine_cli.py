@@ -53,7 +53,7 @@ from support.processes import Agent, run_svc  # noqa: E402
 from svc.plugins.host import HostedPlugin  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl)
-GOALS = {"apply 1000": 5.0, "no-op 1000": 2.0, "apply 10000": 60.0}
+GOALS = {"apply 1000": 5.0, "no-op 1000": 2.0, "apply 10000": 60.0, "apply 100000": 120.0, "no-op 100000": 20.0}
 RSS_GOAL_MIB = 1024
 RATIO_GOAL = 1.3
 
@@ -341,6 +341,8 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, metavar="OTHER_CHECKOUT",
                         help="instead: the paired A/B of the latency figure against another checkout (with its own "
                              ".venv), at each --in-flight limit and 64 (engine_cli_compare.py)")
+    parser.add_argument("--no-latency", action="store_true",
+                        help="only the --sizes figures and the agent's peak RSS (e.g. --sizes 100000 alone)")
     parser.add_argument("--rounds", type=int, default=4, help="--compare: rounds per in-flight limit")
     parser.add_argument("--repeat", type=int, default=3, help="--compare: measured applies per side and round")
     args = parser.parse_args()
@@ -358,6 +360,11 @@ def main() -> None:
             print(f"machine: {os.cpu_count()} CPUs, {_load()} at the start; {_python_speed()}", flush=True)
             for size in args.sizes:
                 scale(cli, directory, size)
+            if args.no_latency:
+                peak = peak_rss_mib(agent.process.pid)
+                print(f"agent peak RSS (VmHWM) {peak:.0f} MiB  [goal ≤ {RSS_GOAL_MIB} MiB: "
+                      f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]; {_load()} at the end", flush=True)
+                return
             latency(cli, directory)
             peak = peak_rss_mib(agent.process.pid)
             if len(os.sched_getaffinity(0)) >= 2:
