@@ -34,6 +34,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from fake_agent import children, process_cpu  # noqa: E402
 from svc_plugin_aws_gen import naming  # noqa: E402
 from svc_plugin_aws_gen.handwritten import HAND_WRITTEN  # noqa: E402
 from svc_plugin_aws_gen.outputs import generate  # noqa: E402
@@ -152,41 +153,22 @@ def timed_discovery(directory: Path, rate: int | None = None) -> str:
             assert registered.returncode == 0, registered.stdout + registered.stderr
             assert agent.process is not None
             processes = {"agent": agent.process.pid, "stand-in": _stand_in_pid(standin.url)}
-            processes |= {f"plugin {pid}": pid for pid in _children(agent.process.pid)}
-            cpu = {name: _cpu(pid) for name, pid in processes.items()}
+            processes |= {f"plugin {pid}": pid for pid in children(agent.process.pid)}
+            cpu = {name: process_cpu(pid) for name, pid in processes.items()}
             started = time.perf_counter()
             report = httpx.post(f"{agent.url}/api/v1/admin/discover", timeout=3600).json()
             wall = time.perf_counter() - started
-            spent = {name: _cpu(pid) - cpu[name] for name, pid in processes.items()}
+            spent = {name: process_cpu(pid) - cpu[name] for name, pid in processes.items()}
             calls = standin.state()["calls"].get("ListResources", 0)
     busy = ", ".join(f"{name} {seconds:.1f} s ({seconds / wall:.0%})" for name, seconds in spent.items())
     return (f"{wall:.1f} s, {calls} ListResources calls ({calls / wall:.1f}/s), "
             f"{len(report.get('Errors') or [])} errors; CPU: {busy}")
 
 
-def _cpu(pid: int) -> float:
-    """User + system seconds of a live process (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(child) for child in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return found
-
-
 def _stand_in_pid(url: str) -> int:
     """The stand-in's process, found by its port (``start_cloudcontrol`` keeps its handle to itself)."""
     port = url.rsplit(":", 1)[-1]
-    for pid in _children(os.getpid()):
+    for pid in children(os.getpid()):
         command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         if b"support.cloudcontrol" in command and port.encode() in command:
             return pid

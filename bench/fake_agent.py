@@ -1,7 +1,9 @@
-"""What the agent benches share: a real agent on SQLite in a temp dir with the FAKE plugin, and its peak RSS."""
+"""What the agent benches share: a real agent on SQLite in a temp dir with the FAKE plugin, its peak RSS, and the CPU
+seconds of a live process and its children (read from /proc)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -32,3 +34,27 @@ def peak_rss_mib(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid: int, thread: int | None = None) -> float:
+    """User + system seconds of a live process, or of one of its threads (0 when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat")
+        fields = stat.read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def children(pid: int) -> list[int]:
+    """The ids of a live process's children (none when it is gone)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found

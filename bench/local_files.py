@@ -31,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from engine_cli import Cli, Timed, _children, _load, _python_speed  # noqa: E402
+from engine_cli import Cli, Timed  # noqa: E402
+from fake_agent import children  # noqa: E402
 
 from support.processes import Agent, on_demand_agent  # noqa: E402
 
@@ -88,7 +89,7 @@ def _fsyncs(agent: Agent, cli: Cli, forma: Path) -> str:
     if shutil.which("strace") is None:
         return "strace is not installed: fsync calls not counted"
     assert agent.process is not None
-    plugins = _children(agent.process.pid)
+    plugins = children(agent.process.pid)
     if not plugins:
         return "no plugin process found"
     summary = Path(tempfile.mkstemp(suffix=".strace")[1])
@@ -121,8 +122,9 @@ def main() -> None:
         agent = start_local_agent(directory)
         try:
             cli = Cli(agent, directory / "data")
-            print(f"{args.files} LOCAL files in {args.directories} directories under {directory}; {_load()}; "
-                  f"{_python_speed()}", flush=True)
+            load = " ".join(f"{n:.1f}" for n in os.getloadavg())
+            print(f"{args.files} LOCAL files in {args.directories} directories under {directory}; load average "
+                  f"{load}", flush=True)
             cli.svc("apply", "--mode", "reconcile", str(write_forma(directory, "warm-up", directory / "warm-up", 10,
                                                                     1)), "--yes", "--wait")
             applies: list[Timed] = []
