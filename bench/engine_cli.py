@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from engine_floor import Bound, plugin_floor  # noqa: E402
-from fake_agent import peak_rss_mib, start_fake_agent  # noqa: E402
+from fake_agent import children, peak_rss_mib, process_cpu, start_fake_agent  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 from support.processes import Agent, run_svc  # noqa: E402
@@ -132,33 +132,10 @@ class Cpu:
                 f"threads {self.agent - self.agent_loop:.2f} s), plugin {self.plugins:.2f} s")
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _process_cpu(pid: int, thread: int | None = None) -> float:
-    """User + system seconds of a live process, or of one of its threads (0 when it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat")
-        fields = stat.read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found += [int(child) for child in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return found
-
-
 def cpu_now(agent_pid: int) -> Cpu:
     cli = resource.getrusage(resource.RUSAGE_CHILDREN)  # every svc process this bench ran and waited for
-    return Cpu(cli.ru_utime + cli.ru_stime, _process_cpu(agent_pid), _process_cpu(agent_pid, agent_pid),
-               sum(_process_cpu(child) for child in _children(agent_pid)))
+    return Cpu(cli.ru_utime + cli.ru_stime, process_cpu(agent_pid), process_cpu(agent_pid, agent_pid),
+               sum(process_cpu(child) for child in children(agent_pid)))
 
 
 class Cli:
@@ -319,7 +296,7 @@ def _latency_at(directory: Path, in_flight: int = IN_FLIGHT, *, apart: bool = Fa
         assert agent.process is not None
         if apart:
             _pin(agent.process.pid, {0})
-            for child in _children(agent.process.pid):
+            for child in children(agent.process.pid):
                 _pin(child, {1})
         latency(Cli(agent, directory / "data"), directory, in_flight,
                 setting=" (agent on CPU 0, plugin on CPU 1)" if apart else "")
