@@ -24,7 +24,9 @@ listed apart. A Terraform command that runs longer than ``--terraform-timeout`` 
 that layout sits out the rest of that run.
 
 ``--compare OTHER_CHECKOUT`` puts another checkout's svc (its ``.venv``: CLI, agent, FAKE plugin) in Terraform's
-place: a paired A/B of the same phases, this checkout ÷ the other, for a change's commit message.
+place: a paired A/B of the same phases, this checkout ÷ the other, for a change's commit message. The svc timed
+is the one next to the Python that runs this file: another checkout's ``.venv/bin/python bench/vs_terraform.py``
+times that checkout's svc (this file and ``tests/support`` serve both).
 
 Expected run time on a 2-CPU machine, three runs: sizes 10 and 100 about a minute; 1,000 about 3 minutes; 10,000
 with both layouts about an hour (Terraform's ``count`` layout is the slow one there: ``--layouts blocks`` skips it).
@@ -180,11 +182,11 @@ class Tool:
 class Svc(Tool):
     """svc of one checkout: its agent (FAKE, SQLite) and its CLI, with a home of its own."""
 
-    def __init__(self, name: str, checkout: Path, directory: Path, timeout: float) -> None:
+    def __init__(self, name: str, svc: Path, directory: Path, timeout: float) -> None:
         self.name = name
         self.directory = directory
         self.timeout = timeout
-        self.svc = str(checkout / ".venv" / "bin" / "svc")
+        self.svc = str(svc)
         directory.mkdir(parents=True)
         self.agent = start_fake_agent(directory, executable=self.svc, healthy_within=300)
         home = directory / "home"
@@ -393,8 +395,8 @@ def _load() -> str:
     return "load average " + " ".join(f"{n:.1f}" for n in os.getloadavg())
 
 
-def _commit(checkout: Path) -> str:
-    return subprocess.run(["git", "-C", str(checkout), "log", "-1", "--format=%h %s"], capture_output=True,
+def _commit(directory: Path) -> str:
+    return subprocess.run(["git", "-C", str(directory), "log", "-1", "--format=%h %s"], capture_output=True,
                           text=True).stdout.strip()[:80]
 
 
@@ -411,7 +413,8 @@ def main() -> None:
     args = parser.parse_args()
     if min(args.sizes) < 2:
         parser.error("every size needs a root and at least one resource referencing it")
-    here = Path(__file__).resolve().parent.parent
+    # svc is the one installed next to the Python that runs this (another checkout's: run it with that .venv).
+    here = Path(sys.executable).parent / "svc"
     if args.compare is None and shutil.which("terraform") is None:
         print("terraform is not on PATH: skipped")
         return
@@ -421,10 +424,11 @@ def main() -> None:
         tools: list[Tool] = []
         try:
             tools.append(Svc("svc", here, directory / "svc", limit))
+            print(f"svc: {here} ({_commit(here.parent)})")
             if args.compare is not None:
-                other = args.compare.resolve()
+                other = args.compare.resolve() / ".venv" / "bin" / "svc"
                 tools.append(Svc("other svc", other, directory / "other", limit))
-                print(f"this: {_commit(here)}\nother: {_commit(other)}")
+                print(f"other svc: {other} ({_commit(other.parent)})")
             else:
                 version = subprocess.run(["terraform", "version"], capture_output=True, text=True,
                                          env={**os.environ, "CHECKPOINT_DISABLE": "1"}).stdout.splitlines()[0]

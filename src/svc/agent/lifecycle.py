@@ -98,9 +98,13 @@ def check_agent_config(config: AgentConfig) -> None:
                          f"shorter than leaseDuration ({leadership.lease_duration.total_seconds():g}s)")
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
+    """The agent's listening socket, bound before anything slow starts (a taken port fails at once)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on connections of a socket that says it is TCP.
+    # Without it Nagle held each answer's body until the client acknowledged its headers, which the client delays
+    # up to 40 ms: every answer took 40 ms more, 4 of them in a `svc apply --wait`.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -162,7 +166,7 @@ def start_agent(config_path: Path) -> None:
     pid_path = pid_file()
     if (pid := running_pid(pid_path)) is not None:
         raise AgentError(f"an agent is already running (PID {pid}); stop it with: svc agent stop")
-    sock = _listen(config.server.bind_address, config.server.port)
+    sock = listen(config.server.bind_address, config.server.port)
     log_file = configure_logging(config.logging)
     claims = contextlib.ExitStack()
     _claim_datastore(config, claims)
