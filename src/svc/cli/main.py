@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Annotated
@@ -224,7 +225,12 @@ def _stop_pkl_server() -> None:
 
 def run() -> None:
     """The console-script entry point."""
-    sys.exit(main())
+    code = main()
+    # The interpreter's exit collects every object left, the imports' modules, classes and schemas among them: a
+    # tenth of a short command's CPU. Frozen, they are left to the process's end; finalizers and exit handlers
+    # still run.
+    gc.freeze()
+    sys.exit(code)
 
 
 if __name__ == "__main__":
