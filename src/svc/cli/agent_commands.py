@@ -13,7 +13,7 @@ from svc.cli.client import connect
 from svc.cli.command_commands import status_command
 from svc.cli.common import ConfigOption
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
-from svc.config import load_cli_config
+from svc.config import cli_config
 from svc.model.wire import PluginInfo, StatsView
 
 agent_app = typer.Typer(help="Run and inspect the agent.", no_args_is_help=True)
@@ -67,7 +67,7 @@ def _render_stats(base_url: str) -> Callable[[StatsView], None]:
 
 def show_agent_status(config: Path | None, consumer: Consumer, schema: Schema) -> None:
     # How the agent is now, without riding through an outage: scripts probe with it ("is an agent running?").
-    client, stats = connect(load_cli_config(config).cli, retrying=False)
+    client, stats = connect(cli_config(config), retrying=False)
     with client:
         emit(stats, consumer, schema, _render_stats(client.base_url))
 

@@ -33,7 +33,7 @@ from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, conso
 from svc.cli.plan_files import SavedPlan, is_saved_plan, read_plan
 from svc.cli.plan_render import render_plan, summary_line
 from svc.cli.watch import follow_to_outcome, wait_quietly
-from svc.config import load_cli_config
+from svc.config import cli_config
 from svc.model.wire import ListCommandStatusResponse, SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
@@ -135,7 +135,7 @@ def _run(config: Path | None, submission: Submission, consumer: Consumer, schema
     if consumer is Consumer.machine and not (submission.yes or submission.simulate):
         raise CliError(f"{submission.command} in machine mode cannot ask for confirmation; pass --yes to go ahead, "
                        "or --simulate to only see the plan")
-    client, _ = connect(load_cli_config(config).cli)
+    client, _ = connect(cli_config(config))
     stop_shared_server()  # evaluating is over; the agent may need this machine's CPUs for the command
     with client:
         if consumer is Consumer.machine:

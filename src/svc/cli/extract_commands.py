@@ -18,7 +18,7 @@ from svc.cli.client import connect
 from svc.cli.common import ConfigOption
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
-from svc.config import load_cli_config
+from svc.config import cli_config
 from svc.forma import FormaError, evaluate_forma
 from svc.forma.extract import DEFAULT_UNMANAGED_STACK, Extraction, ExtractOptions, generate, namespaces, resource_types
 from svc.forma.extract_catalog import ExtractError, load_catalog
@@ -47,7 +47,7 @@ def extract_command(
     if path.is_dir():
         raise CliError(f"{path} is a directory; name the file to write")
 
-    client, _ = connect(load_cli_config(config).cli)
+    client, _ = connect(cli_config(config))
     with client:
         forma = agent_api.inventory_forma(client, query.strip())
     nothing = CliError(f"no resources match the query {query.strip()!r}; nothing written")

@@ -17,7 +17,7 @@ from svc.cli.common import ConfigOption
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.render import moment
-from svc.config import load_cli_config
+from svc.config import cli_config
 from svc.model.wire import PolicyView, ResourceSummary, StackView, TargetView, Wire
 
 inventory_app = typer.Typer(help="What the agent manages and has discovered.")
@@ -40,7 +40,7 @@ def _limit(max_results: int | None, consumer: Consumer) -> int:
 
 
 def _fetch(config: Path | None, path: str, shape: type[Row], query: str, limit: int) -> list[Row]:
-    client, _ = connect(load_cli_config(config).cli)
+    client, _ = connect(cli_config(config))
     with client:
         return agent_api.inventory(client, path, shape, query=query.strip(), max_results=limit)
 
@@ -84,7 +84,7 @@ def list_resources(config: Path | None, query: str, max_results: int | None, con
                    schema: Schema) -> None:
     limit = _limit(max_results, consumer)
     if consumer is Consumer.machine:
-        client, _ = connect(load_cli_config(config).cli)
+        client, _ = connect(cli_config(config))
         with client:
             forma = agent_api.inventory_forma(client, query.strip(), max_results=limit)
         emit(_EMPTY_FORMA if forma is None else forma, consumer, schema, print)

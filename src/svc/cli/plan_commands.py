@@ -24,7 +24,7 @@ from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.plan_files import SavedPlan, write_plan
 from svc.cli.plan_render import render_plan
-from svc.config import load_cli_config
+from svc.config import cli_config
 from svc.model.wire import SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
@@ -49,7 +49,7 @@ def plan_command(
     """Show what applying a forma would change (a diff of each resource's properties); change nothing."""
     forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value)
     title = f"svc plan --mode {mode.value}{' --force' if force else ''} {file}"
-    client, _ = connect(load_cli_config(config).cli)
+    client, _ = connect(cli_config(config))
     stop_shared_server()  # evaluating is over
     with client:
         try:

@@ -21,7 +21,7 @@ from svc.cli.common import ConfigOption
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.package_options import FindLinksOption, IndexUrlOption, named_source
-from svc.config import load_cli_config
+from svc.config import cli_config
 
 plugin_app = typer.Typer(help="Resource plugins: list the installed ones; install, update, uninstall and search "
                               "through the agent; init and test your own.", no_args_is_help=True)
@@ -87,7 +87,7 @@ def _operations_table(done: dict[str, Any]) -> None:
 
 
 def _manage(action: str, body: dict[str, Any], config: Path | None, consumer: Consumer, schema: Schema) -> None:
-    client, _ = connect(load_cli_config(config).cli)
+    client, _ = connect(cli_config(config))
     with client:
         if consumer is Consumer.human:
             names = ", ".join(package["name"] + (f"=={package['version']}" if "version" in package else "")
@@ -160,7 +160,7 @@ def search(query: Annotated[str, typer.Argument(help="Words to look for in names
             params[key] = value
     source = _source_members(index_url, find_links, config)
     params.update({key: value for key, value in source.items()})
-    client, _ = connect(load_cli_config(config).cli)
+    client, _ = connect(cli_config(config))
     with client:
         response = client.request("GET", "/plugins", params=params, timeout=_PIP_TIMEOUT)
         raise_for(response, "plugin search")

@@ -2,6 +2,7 @@
 
 from svc.config.loader import (
     ConfigError,
+    cli_config,
     default_cli_config_path,
     load_cli_config,
     load_config,
@@ -15,6 +16,7 @@ __all__ = [
     "ConfigError",
     "ResourcePluginConfig",
     "SvcConfig",
+    "cli_config",
     "default_cli_config_path",
     "load_cli_config",
     "load_config",

@@ -19,7 +19,10 @@ LogLevel = Literal["debug", "info", "warn", "error"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
+    # defer_build: a model's validator is built when it first validates, not when this module is imported. A CLI
+    # command validates the cli block only, and building every agent model had cost it 25 ms of its CPU.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid",
+                              defer_build=True)
 
 
 def _milliseconds(value: Any) -> Any:
@@ -177,7 +180,8 @@ class DiscoveryFilter(_Model):
 class ResourcePluginConfig(_Model):
     """A plugin's ``PluginConfig``: the base fields, plus the plugin's own fields in ``settings``."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="allow")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="allow",
+                              defer_build=True)
 
     type: str
     enabled: bool
