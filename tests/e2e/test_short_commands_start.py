@@ -19,3 +19,14 @@ def test_short_commands_import_no_heavy_module(world: World, args: list[str]) ->
 
     assert {"httpx", "svc.config.loader", "svc.pkl.server"} <= modules  # it read the config and asked the agent
     assert imported(modules, HEAVY) == []
+
+
+def test_a_plan_imports_no_yaml_and_no_agent_stack(world: World) -> None:
+    """A plan needs the forma evaluator (it evaluates one) but not YAML, which only ``--output-schema yaml`` prints,
+    nor anything of the agent's."""
+    forma = world.forma('new item.Item { label = "one"; value = "v" }\n')
+
+    modules = loaded_modules("plan", str(forma), "--config", str(world.agent.config))
+
+    assert {"svc.forma.evaluate", "svc.cli.plan_render"} <= modules
+    assert imported(modules, ("yaml", "sqlalchemy", "starlette", "uvicorn", "svc.engine", "svc.datastore")) == []

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import click
 import typer
-import yaml
 from typer.core import TyperCommand
 
 from svc.cli.errors import CliError
@@ -172,6 +171,8 @@ def _print_properties_panel(rows: list[tuple[bool, str, str, str]]) -> None:
 def _human(schema: Schema) -> Any:
     def render(document: dict[str, Any]) -> None:
         if schema is Schema.yaml:
+            import yaml  # only for --output-schema yaml: plan, apply and destroy import this module too
+
             typer.echo(yaml.safe_dump(document, indent=2, sort_keys=False, allow_unicode=False).rstrip("\n"))
         else:
             typer.echo(json.dumps(document, indent=2))
