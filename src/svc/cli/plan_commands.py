@@ -50,7 +50,7 @@ def plan_command(
     forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value)
     title = f"svc plan --mode {mode.value}{' --force' if force else ''} {file}"
     client, _ = connect(cli_config(config))
-    stop_shared_server()  # evaluating is over
+    stop_shared_server(wait=False)  # evaluating is over
     with client:
         try:
             response = agent_api.submit(client, command="apply", action="plan", forma=forma.to_json(), simulate=True,
