@@ -29,6 +29,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("SVC_PID_FILE", str(tmp_path / "agent.pid"))
     for variable in ("SSL_CERT_FILE", "SSL_CERT_DIR", "SVC_TESTING_AGENT_VERSION"):
         monkeypatch.delenv(variable, raising=False)

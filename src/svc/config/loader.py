@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
+from svc.config import cli_cache
 from svc.config.model import ApiConfig, CliConfig, SvcConfig
 
 # svc.pkl (the Pkl server's client and svc's module readers) is imported by the functions that evaluate: a command
@@ -41,33 +43,59 @@ def _validated(rendered: object, path: Path | str) -> SvcConfig:
         raise ConfigError(f"invalid config {path}: {exc}") from exc
 
 
-def _rendered_file(path: Path) -> object:
-    """``path`` (which amends ``svc:/Config.pkl``) evaluated to its JSON."""
+def _rendered_file(path: Path, readers: Sequence[Any] | None = None) -> object:
+    """``path`` (which amends ``svc:/Config.pkl``) evaluated to its JSON; ``readers``: its module readers (default:
+    svc's)."""
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     from svc.pkl import PklError, evaluate_json
 
     try:
-        return evaluate_json(path)
+        return evaluate_json(path, readers=readers)
     except PklError as exc:
         raise ConfigError(f"invalid config {path}:\n{exc}") from exc
 
 
-def _rendered_defaults() -> object:
+def _rendered_defaults(readers: Sequence[Any] | None = None) -> object:
     from svc.pkl import EvaluationRequest, bundled_modules, shared_server
 
-    request = EvaluationRequest(module_uri="svc:/Config.pkl", readers=[bundled_modules()])
+    request = EvaluationRequest(module_uri="svc:/Config.pkl", readers=readers or [bundled_modules()])
     return json.loads(shared_server().evaluate(request))
 
 
 def _rendered_for_cli(path: Path | None) -> tuple[object, Path | str]:
     """The CLI's config evaluated, and where it came from: ``path`` if given, else ``~/.config/svc/svc.conf.pkl``,
     else ``svc:/Config.pkl`` (the defaults)."""
-    if path is None:
-        path = default_cli_config_path()
+    source = _cli_source(path)
+    return (_rendered_defaults(), "svc:/Config.pkl") if source is None else (_rendered_file(source), source)
+
+
+def _cli_source(path: Path | None) -> Path | None:
+    """The CLI's config file: ``path`` if given, else ``~/.config/svc/svc.conf.pkl`` if there is one, else None
+    (the defaults)."""
+    if path is not None:
         if not path.is_file():
-            return _rendered_defaults(), "svc:/Config.pkl"
-    return _rendered_file(path), path
+            raise ConfigError(f"config file {path} does not exist")
+        return path
+    default = default_cli_config_path()
+    return default if default.is_file() else None
+
+
+def _module_readers() -> list[Any]:
+    from svc.pkl import bundled_modules, plugin_modules
+
+    return [bundled_modules(), plugin_modules()]
+
+
+def _evaluated_cli_block(source: Path | None) -> dict[str, Any]:
+    """The ``cli`` block of ``source`` (None: the defaults) as Pkl renders it now; kept for the next command when
+    it may be (``cli_cache``)."""
+    recorder = cli_cache.Recorder()
+    readers = [recorder.wrap(reader) for reader in _module_readers()]
+    rendered = _rendered_defaults(readers) if source is None else _rendered_file(source, readers)
+    block = _checked(rendered, source or "svc:/Config.pkl")["cli"]
+    cli_cache.write_block(source, recorder, block)
+    return block
 
 
 def load_config(path: Path) -> SvcConfig:
@@ -93,12 +121,21 @@ def load_cli_config(path: Path | None) -> SvcConfig:
 def cli_config(path: Path | None) -> CliConfig:
     """``load_cli_config(path).cli``, validating the ``cli`` block only: what a CLI command needs. The agent
     block is Pkl-checked as part of the file and validated by the agent that reads it; building its models cost
-    every command a tenth of its CPU."""
-    rendered, source = _rendered_for_cli(path)
-    try:
-        cli = CliConfig.model_validate(_checked(rendered, source)["cli"])
-    except ValidationError as exc:  # as in _validated: a mismatch between module and models
-        raise ConfigError(f"invalid config {source}: {exc}") from exc
+    every command a tenth of its CPU. The block comes from the cache (``cli_cache``) while the file and what it
+    imports are unchanged: most commands then run no Pkl at all."""
+    source = _cli_source(path)
+    cli = None
+    cached = cli_cache.read_block(source, _module_readers)
+    if cached is not None:
+        try:
+            cli = CliConfig.model_validate(cached)
+        except ValidationError:  # kept by a build of svc whose models differed: read the file again
+            cli = None
+    if cli is None:
+        try:
+            cli = CliConfig.model_validate(_evaluated_cli_block(source))
+        except ValidationError as exc:  # as in _validated: a mismatch between module and models
+            raise ConfigError(f"invalid config {source or 'svc:/Config.pkl'}: {exc}") from exc
     api = api_from_environment(cli.api)
     return cli if api is cli.api else cli.model_copy(update={"api": api})
 
