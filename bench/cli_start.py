@@ -104,9 +104,11 @@ def main() -> None:
         root = Path(temp)
         home = root / "home"
         (home / ".config" / "svc").mkdir(parents=True)
-        env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-               "XDG_DATA_HOME": str(home / "data"), "COLUMNS": "120", "CHECKPOINT_DISABLE": "1",
-               "TF_CLI_CONFIG_FILE": str(root / "terraformrc")}
+        # Python writes its bytecode cache as for a user: with PYTHONDONTWRITEBYTECODE every command would compile
+        # svc's modules again (a checkout that never wrote its .pyc files looks ~50 ms slower).
+        env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "HOME": str(home),
+               "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / "data"), "COLUMNS": "120",
+               "CHECKPOINT_DISABLE": "1", "TF_CLI_CONFIG_FILE": str(root / "terraformrc")}
         (root / "terraformrc").write_text("")
         agent = svc_world(root, env)
         try:
