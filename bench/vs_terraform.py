@@ -21,8 +21,8 @@ CLI have run every phase once before, untimed, and Python writes svc's bytecode 
 holds the median of ``--runs`` wall seconds, with the CPU seconds (user + system) of the command and what it waited
 for (for svc: the CLI and its Pkl server; the agent's own CPU meanwhile in its column), then the goals of issue 30.
 The CLI's peak RSS is the svc process's own high-water mark (VmHWM, sampled while it runs); its Pkl server's is
-listed apart. A Terraform command that runs longer than ``--terraform-timeout`` is stopped and shown as ``>T``;
-that layout sits out the rest of that run.
+listed apart. A Terraform command that runs longer than ``--terraform-timeout`` is stopped and shown as ``>T`` (the
+ratio then reads ``<``, against that limit); that layout sits out the rest of that run (``not run``).
 
 ``--compare OTHER_CHECKOUT`` puts another checkout's svc (its ``.venv``: CLI, agent, FAKE plugin) in Terraform's
 place: a paired A/B of the same phases, this checkout ÷ the other, for a change's commit message. The svc timed
@@ -100,6 +100,11 @@ class Measured:
 
 class TimedOut(Exception):
     """The command ran longer than its limit and was stopped."""
+
+
+# A phase that ran longer than the limit, and one not run because an earlier phase of that run had.
+TIMED_OUT, SAT_OUT = "timed out", "sat out"
+Run = Measured | str
 
 
 def run_measured(argv: Sequence[str], *, cwd: Path | None, env: dict[str, str], timeout: float,
@@ -306,7 +311,7 @@ class Terraform(Tool):
             raise SystemExit(f"{self.name}: after {phase} the state holds {held} resources, not {expected}")
 
 
-def one_run(tools: Sequence[Tool], run: int, size: int, out: dict[tuple[str, int, str], list[Measured | None]]) -> None:
+def one_run(tools: Sequence[Tool], run: int, size: int, out: dict[tuple[str, int, str], list[Run]]) -> None:
     """Every phase, each tool in turn (the order turned around every other run); a tool that timed out sits out
     the rest of the run."""
     order = list(tools) if run % 2 == 0 else list(reversed(tools))
@@ -317,20 +322,20 @@ def one_run(tools: Sequence[Tool], run: int, size: int, out: dict[tuple[str, int
         for tool in order:
             key = (tool.name, size, phase)
             if tool.name in out_of_run:
-                out.setdefault(key, []).append(None)
+                out.setdefault(key, []).append(SAT_OUT)
                 continue
             try:
                 out.setdefault(key, []).append(tool.phase(phase))
             except TimedOut as stopped:
                 print(f"    {tool.name}: {stopped}; it sits out the rest of run {run + 1}", flush=True)
-                out.setdefault(key, []).append(None)
+                out.setdefault(key, []).append(TIMED_OUT)
                 out_of_run.add(tool.name)
 
 
 @dataclass(frozen=True)
 class Summary:
-    """The median of a tool's runs of one phase; ``timed_out`` when a run did not finish (``wall`` is then at
-    least the limit)."""
+    """The median of a tool's runs of one phase: a run that timed out counts as the limit (``timed_out``: the wall
+    is then at least that); one that was not run counts as nothing (``ran``: how many runs count)."""
 
     wall: float
     cpu: float
@@ -338,29 +343,31 @@ class Summary:
     children_rss: float
     agent_cpu: float
     timed_out: bool
+    ran: int
 
     @staticmethod
-    def of(runs: Sequence[Measured | None], limit: float) -> Summary:
-        done = [run for run in runs if run is not None]
-        if not done:
-            return Summary(limit, float("nan"), float("nan"), float("nan"), float("nan"), True)
+    def of(runs: Sequence[Run], limit: float) -> Summary:
+        done = [run for run in runs if isinstance(run, Measured)]
+        stopped = sum(1 for run in runs if run == TIMED_OUT)
 
         def median(values: list[float]) -> float:
             return statistics.median(values) if values else float("nan")
 
-        # An unfinished run counts as the limit, so a median over it says "at least".
-        walls = [run.wall for run in done] + [limit] * (len(runs) - len(done))
-        return Summary(median(walls), median([r.cpu for r in done]), max(r.rss for r in done),
-                       max(r.children_rss for r in done), median([r.agent_cpu for r in done]), len(done) < len(runs))
+        return Summary(median([run.wall for run in done] + [limit] * stopped), median([r.cpu for r in done]),
+                       max((r.rss for r in done), default=float("nan")),
+                       max((r.children_rss for r in done), default=float("nan")),
+                       median([r.agent_cpu for r in done]), stopped > 0, len(done) + stopped)
 
     def cell(self) -> str:
-        if self.timed_out and self.cpu != self.cpu:
+        if not self.ran:
+            return "not run".rjust(15)
+        if not self.cpu == self.cpu:  # no run finished
             return f">{self.wall:.0f}".rjust(15)
         wall = f"{'>' if self.timed_out else ''}{self.wall:.2f}"
         return f"{wall:>7} [{self.cpu:5.2f}]"
 
 
-def report(tools: Sequence[Tool], sizes: Sequence[int], results: dict[tuple[str, int, str], list[Measured | None]],
+def report(tools: Sequence[Tool], sizes: Sequence[int], results: dict[tuple[str, int, str], list[Run]],
            limit: float, compare: bool) -> None:
     mine, others = tools[0], tools[1:]
     print("\nWall seconds, median of the runs, [CPU seconds of the command and what it waited for]; "
@@ -373,11 +380,15 @@ def report(tools: Sequence[Tool], sizes: Sequence[int], results: dict[tuple[str,
         for phase in PHASES:
             ours = Summary.of(results[(mine.name, size, phase)], limit)
             theirs = [Summary.of(results[(other.name, size, phase)], limit) for other in others]
-            finished = [summary for summary in theirs if not summary.timed_out]
+            finished = [summary for summary in theirs if summary.ran and not summary.timed_out]
+            stopped = [summary for summary in theirs if summary.timed_out]
+            # Against the quickest that finished; when none did, against the limit they ran past: "below" that.
             quickest = min((s.wall for s in finished), default=None)
-            ratio = ours.wall / quickest if quickest else float("nan")
+            bound = quickest or min((s.wall for s in stopped), default=None)
+            ratio = ours.wall / bound if bound else float("nan")
+            shown = f"{'<' if quickest is None and bound else ''}{ratio:.2f}"
             line = (f"{size:>6} {phase:<12} {ours.cell()} {ours.agent_cpu:9.2f}"
-                    + "".join(f" {s.cell():>18}" for s in theirs) + f" {ratio:6.2f}")
+                    + "".join(f" {s.cell():>18}" for s in theirs) + f" {shown:>6}")
             if not compare:
                 goal = RATIO_GOALS.get(size)
                 marks = []
@@ -447,7 +458,7 @@ def main() -> None:
                 print(version)
                 tools += [Terraform(layout, directory / f"tf-{layout}", limit) for layout in args.layouts]
             print(f"machine: {os.cpu_count()} CPUs, {_load()} at the start", flush=True)
-            results: dict[tuple[str, int, str], list[Measured | None]] = {}
+            results: dict[tuple[str, int, str], list[Run]] = {}
             for size in args.sizes:
                 for run in range(args.runs):
                     started = time.perf_counter()
