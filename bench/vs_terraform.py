@@ -29,12 +29,14 @@ place: a paired A/B of the same phases, this checkout ÷ the other, for a change
 is the one next to the Python that runs this file: another checkout's ``.venv/bin/python bench/vs_terraform.py``
 times that checkout's svc (this file and ``tests/support`` serve both).
 
-Expected run time on a 2-CPU machine, three runs: sizes 10 and 100 about a minute; 1,000 about 3 minutes; 10,000
-with both layouts about an hour (Terraform's ``count`` layout is the slow one there: ``--layouts blocks`` skips it).
+Expected run time on a 2-CPU machine, three runs: sizes 10 and 100 under a minute; 1,000 4 to 10 minutes, most of
+it Terraform's. At 10,000 Terraform's apply runs for tens of minutes in either layout (in one block each it had not
+finished after 25): each run then takes about ``--terraform-timeout`` per layout, plus a minute of svc's
+(``--layouts blocks`` times one layout).
 Figures only; nothing is asserted. Skips (exit 0) where ``terraform`` is not on PATH.
 
     .venv/bin/python bench/vs_terraform.py --sizes 10 100 1000
-    .venv/bin/python bench/vs_terraform.py --sizes 10000 --runs 1 --layouts blocks
+    .venv/bin/python bench/vs_terraform.py --sizes 10000 --runs 1 --layouts blocks --terraform-timeout 1500
     .venv/bin/python bench/vs_terraform.py --sizes 10 100 --compare /work/wt/base
 """
 
