@@ -95,14 +95,7 @@ def rolling(directory: Path, lease: str, rounds: int) -> tuple[float, int, list[
         loop = _ClientLoop(group, balancer.url)
         loop.start()
         time.sleep(1)
-        for _ in range(rounds):
-            old = group.wait_leader()
-            # The new task runs (a follower) and is healthy; the old one is drained from the balancer, then stopped.
-            balancer.deregister(old.agent.port, drain=True)
-            group.kill(old, signal.SIGTERM)
-            group.restart(old)
-            balancer.register(old.agent.port)
-            time.sleep(1)
+        group.roll(balancer, rounds)
         loop.stop.set()
         loop.join()
     return loop.longest_gap, loop.answers, loop.failures

@@ -193,13 +193,7 @@ def test_a_rolling_replacement_fails_no_client_call(group: AgentGroup) -> None:
         client = threading.Thread(target=client_loop, args=(balancer.url,), daemon=True)
         client.start()
         time.sleep(2)
-        for _ in range(3):
-            old = group.wait_leader()
-            balancer.deregister(old.agent.port, drain=True)
-            group.kill(old, signal.SIGTERM)
-            group.restart(old)
-            balancer.register(old.agent.port)
-            time.sleep(1)
+        group.roll(balancer, 3)
         stop.set()
         client.join(timeout=180)
     assert failures == []

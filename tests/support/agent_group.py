@@ -125,6 +125,18 @@ class AgentGroup:
         member.agent.process.wait(timeout=60)
         member.agent.start()
 
+    def roll(self, balancer: Any, rounds: int) -> None:
+        """A rolling replacement behind ``balancer`` (``support.balancer``), as ECS runs one with minimumHealthyPercent
+        100 and maximumPercent 200: the leader's task leaves the balancer and drains, gets SIGTERM and is replaced
+        by a new one (started again here, a follower), ``rounds`` times."""
+        for _ in range(rounds):
+            old = self.wait_leader()
+            balancer.deregister(old.agent.port, drain=True)
+            self.kill(old, signal.SIGTERM)
+            self.restart(old)
+            balancer.register(old.agent.port)
+            time.sleep(1)
+
     def svc(self, member: Member, *args: str, timeout: float = 120) -> Any:
         return run_svc(*args, "--config", str(member.agent.config), env={"COLUMNS": "200"}, timeout=timeout)
 
