@@ -24,6 +24,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from svc_plugin_fake.cloud import FakeCloud
 
+from support.fake_world import until_terminal
 from support.processes import Agent, on_demand_agent, run_svc
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -155,13 +156,7 @@ class AgentGroup:
         raise AssertionError("no live agent answers")
 
     def wait_terminal(self, command_id: str, timeout: float = 180) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            command = self.command(command_id)
-            if command["State"] in ("Success", "Failed", "Canceled"):
-                return command
-            time.sleep(0.1)
-        raise AssertionError(f"command {command_id} not finished after {timeout}s")
+        return until_terminal(self.command, command_id, timeout)
 
     def forma(self, items: int, name: str = "main.pkl", value: str = "v") -> Path:
         """``items`` independent FAKE items in stack ``app``."""

@@ -10,7 +10,7 @@ import json
 import os
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,16 +82,21 @@ class World:
         return response.json()["Commands"][0]
 
     def wait_terminal(self, command_id: str, timeout: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            command = self.command(command_id)
-            if command["State"] in ("Success", "Failed", "Canceled"):
-                return command
-            time.sleep(0.1)
-        raise AssertionError(f"command {command_id} not terminal after {timeout}s: {command}")
+        return until_terminal(self.command, command_id, timeout)
 
     def stats(self) -> dict[str, Any]:
         return httpx.get(f"{self.api}/stats").json()
+
+
+def until_terminal(read: Callable[[str], dict[str, Any]], command_id: str, timeout: float) -> dict[str, Any]:
+    """The command as ``read`` answers it once it is in a final state; fails after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        command = read(command_id)
+        if command["State"] in ("Success", "Failed", "Canceled"):
+            return command
+        time.sleep(0.1)
+    raise AssertionError(f"command {command_id} not terminal after {timeout}s: {command}")
 
 
 @contextmanager
