@@ -143,8 +143,9 @@ class Cli:
         self.agent = agent
         self.env = {"COLUMNS": "200", "XDG_DATA_HOME": str(data)}
 
-    def svc(self, *args: str, timeout: float = 1800) -> str:
-        result = run_svc(*args, "--config", str(self.agent.config), env=self.env, timeout=timeout)
+    def svc(self, *args: str, timeout: float = 1800, env: dict[str, str] | None = None) -> str:
+        result = run_svc(*args, "--config", str(self.agent.config), env={**self.env, **(env or {})},
+                         timeout=timeout)
         if result.returncode != 0:
             kept = Path(tempfile.gettempdir()) / "svc-bench-cli-agent.log"  # the agent's directory goes at exit
             shutil.copyfile(self.agent.log, kept)
@@ -184,8 +185,9 @@ class Cli:
         return Phases((first - start).total_seconds(), last - first.timestamp(), end.timestamp() - last)
 
     def eval_seconds(self, forma: Path) -> float:
+        """The forma's evaluation by Pkl (none kept from an earlier command)."""
         started = time.perf_counter()
-        self.svc("eval", str(forma), "--output-consumer", "machine")
+        self.svc("eval", str(forma), "--output-consumer", "machine", env={"SVC_EVALUATION_CACHE": "off"})
         return time.perf_counter() - started
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from svc.forma.descriptor_cache import DescriptorCache, Package, packages_of
+from svc.forma.descriptor_cache import DescriptorCache
+from svc.forma.module_files import Package, packages_of
 
 PLUGIN = "projectpackage://pkg.svc.invalid/plugins/box@1.0.0#/"
 SVC = "projectpackage://pkg.svc.invalid/svc@0.1.0#/"

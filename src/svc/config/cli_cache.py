@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from svc import __version__
+from svc.paths import cache_home, write_private
 
 _FORMAT = 1
 # Whatever reads a resource: read(…), read?(…), read*(…), also with the name in backticks.
@@ -40,8 +40,7 @@ _KEPT = 32  # entries (config files) kept; the least recently written go first
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "svc" / "cli-config"
+    return cache_home() / "cli-config"
 
 
 def self_contained(text: str, *, relative_imports: bool = False) -> bool:
@@ -162,25 +161,7 @@ def write_block(source: Path | None, recorder: Recorder, block: dict[str, Any]) 
             return
         entry = {"format": _FORMAT, "svc": __version__, "source": _source_digest(source),
                  "served": recorder.served, "cli": block}
-        path = _entry_path(source)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        import tempfile  # only when writing: a command that finds its block cached has no use for it
-
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")  # mode 0600
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(entry, out)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-        _prune(path.parent)
+        write_private(_entry_path(source), json.dumps(entry), keep=_KEPT)
     except (OSError, ValueError):
         return
 
-
-def _prune(directory: Path) -> None:
-    """At most ``_KEPT`` entries: configs come and go (a test suite makes hundreds)."""
-    entries = sorted(directory.glob("*.json"), key=lambda entry: entry.stat().st_mtime_ns, reverse=True)
-    for stale in entries[_KEPT:]:
-        stale.unlink(missing_ok=True)

@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from svc import __version__
+from svc.forma.module_files import ModuleFiles, Package, packages_of
 from svc.pkl import find_pkl
 from svc.schema.extract import default_cache_dir
 
@@ -32,36 +31,7 @@ CACHED_CLASSES = "$cachedClasses"  # the prop: that names the classes not to der
 _FORMAT = 1
 _log = logging.getLogger(__name__)
 
-# What a Pkl module reads other modules with: `import`, `import*`, `amends`, `extends` clauses (at the start of a
-# line) and import expressions. Matching more than that (one in a string) only adds files to watch.
-_CLAUSE = re.compile(r'^\s*(?:import\*?|amends|extends)\s+"([^"]*)"', re.MULTILINE)
-_EXPRESSION = re.compile(r'\bimport\*?\(\s*"([^"]*)"\s*\)')
-
 _Stat = tuple[int, int]  # size, modification time (ns)
-
-
-@dataclass(frozen=True)
-class Package:
-    """A local package of the evaluation: how its modules' URIs start, and its directory."""
-
-    uri_prefix: str
-    directory: Path
-
-
-def packages_of(project: Mapping[str, Any]) -> dict[str, Package]:
-    """The local packages an evaluator's ``project`` declares (and their own dependencies), by name."""
-    found: dict[str, Package] = {}
-
-    def walk(dependencies: Mapping[str, Any]) -> None:
-        for name, dependency in dependencies.items():
-            if dependency.get("type") != "local":
-                continue
-            directory = Path(unquote(urlparse(dependency["projectFileUri"]).path)).parent
-            found.setdefault(name, Package(f"project{dependency['packageUri']}#/", directory))
-            walk(dependency.get("dependencies") or {})
-
-    walk(project.get("dependencies") or {})
-    return found
 
 
 @dataclass
@@ -73,7 +43,7 @@ class DescriptorCache:
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     changed: bool = False
     _stats: dict[str, _Stat | None] = field(default_factory=dict)
-    _reads: dict[Path, list[Path] | None] = field(default_factory=dict)  # each module's own imports, once
+    _modules: ModuleFiles | None = None  # each module's own imports, read once
 
     @classmethod
     def open(cls, project: Mapping[str, Any], directory: Path | None = None) -> DescriptorCache:
@@ -140,7 +110,9 @@ class DescriptorCache:
         entry = self._file_of(key)
         if entry is None:
             return
-        files = self._module_files(Path(entry.rpartition("#")[0]))
+        if self._modules is None:
+            self._modules = ModuleFiles(self.packages)
+        files = self._modules.closure(Path(entry.rpartition("#")[0]))
         if files is None:
             return
         stats = {str(file): self._stat(str(file)) for file in [*files, find_pkl()]}
@@ -148,46 +120,6 @@ class DescriptorCache:
             return
         self.entries[entry] = {"Files": stats, "Schema": json.dumps(schema, separators=(",", ":"))}
         self.changed = True
-
-    def _module_files(self, module: Path) -> list[Path] | None:
-        """The module and every module it reads, transitively; None when one of them cannot be followed (a glob,
-        another URI scheme, a package this evaluation does not have)."""
-        seen: set[Path] = set()
-        pending = [module]
-        while pending:
-            current = pending.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            reads = self._reads_of(current)
-            if reads is None:
-                return None
-            pending.extend(reads)
-        return sorted(seen)
-
-    def _reads_of(self, module: Path) -> list[Path] | None:
-        if module not in self._reads:
-            try:
-                text = module.read_text(encoding="utf-8")
-            except OSError:
-                self._reads[module] = None
-            else:
-                found = [self._resolve(module, target) for target in _imports(text)]
-                self._reads[module] = None if None in found else [path for paths in found if paths for path in paths]
-        return self._reads[module]
-
-    def _resolve(self, importer: Path, target: str) -> list[Path] | None:
-        if target.startswith("pkl:"):
-            return []  # the standard library: part of the Pkl binary, which is kept with every entry
-        if any(glob in target for glob in "*{[?"):
-            return None
-        if target.startswith("@"):
-            name, _, rest = target[1:].partition("/")
-            package = self.packages.get(name)
-            return None if package is None else [package.directory / rest]
-        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target):
-            return None
-        return [Path(os.path.normpath(importer.parent / target))]
 
     def save(self) -> None:
         """Writes the kept descriptors if this evaluation added any (atomically: a reader sees one file whole)."""
@@ -201,8 +133,3 @@ class DescriptorCache:
         except OSError as exc:  # a cache that cannot be written costs the next evaluation time, nothing else
             _log.debug("descriptor cache not written to %s: %s", self.path, exc)
         self.changed = False
-
-
-def _imports(text: str) -> Iterable[str]:
-    yield from (match.group(1) for match in _CLAUSE.finditer(text))
-    yield from (match.group(1) for match in _EXPRESSION.finditer(text))

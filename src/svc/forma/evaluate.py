@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.errors import FormaError, from_pkl_error
+from svc.forma.evaluation_cache import EvaluationCache, cache_enabled
 from svc.model.forma import Forma, Property
 from svc.model.schema import Schema
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
@@ -69,35 +70,65 @@ def forma_properties(path: Path) -> dict[str, Property]:
 def evaluate_forma(
     path: Path, *, command: str = "eval", mode: str = "reconcile", flags: Mapping[str, str] | None = None
 ) -> Forma:
-    """Evaluates and validates the forma at ``path``; ``flags`` are the CLI property values."""
+    """Evaluates and validates the forma at ``path``; ``flags`` are the CLI property values. A forma evaluated
+    before with the same values, whose files have not changed since, is not evaluated again
+    (``evaluation_cache``)."""
+    if not path.is_file():
+        raise FormaError(f"forma file {path} does not exist")
+    properties = {**(flags or {}), "$cmd": command, "$mode": mode}
+    cache = EvaluationCache(path, properties) if cache_enabled() else None
+    document = cache.lookup() if cache is not None else None
+    if document is not None:
+        return _validated(path, document)
     environment = _environment(path)
     descriptors = DescriptorCache.open(environment.project)
-    document = _render(path, environment, {**(flags or {}), "$cmd": command, "$mode": mode,
-                                           CACHED_CLASSES: "\n".join(descriptors.offered())})
+    document = _render(path, environment, {**properties, CACHED_CLASSES: "\n".join(descriptors.offered())})
     if "Resources" not in document:
         raise FormaError(_NOT_A_FORMA.format(path=path))
-    try:
-        forma = Forma.model_validate(_with_descriptors(document, descriptors))
-    except (ValidationError, KeyError) as exc:  # Pkl rendered the forma; a mismatch here is svc's own bug
-        raise FormaError(f"{path}: the evaluated forma does not have the expected shape: {exc}") from exc
+    _with_kept_descriptors(document, descriptors)
+    forma = _validated(path, document)
     descriptors.save()
+    if cache is not None:
+        cache.store(document, forma, environment.project)
     return forma
 
 
-def _with_descriptors(document: dict[str, Any], descriptors: DescriptorCache) -> dict[str, Any]:
-    """The document with each resource's descriptor in place. ``@svc/forma.pkl`` lists each resource class's
-    descriptor once (``Schemas``, null for a class whose descriptor ``descriptors`` kept) and has each resource
-    name its own (``SchemaIndex``): each is validated once, and the resources of a class share the one (frozen)
-    ``Schema``, which pydantic takes as it is."""
-    schemas = []
-    for key, schema in zip(document.pop("SchemaKeys", None) or (), document.pop("Schemas", None) or (), strict=True):
+def _with_kept_descriptors(document: dict[str, Any], descriptors: DescriptorCache) -> None:
+    """``@svc/forma.pkl`` lists each resource class's descriptor once (``Schemas``): null for a class whose
+    descriptor ``descriptors`` kept, which is put in its place; the others are kept for the next evaluation."""
+    keys = document.get("SchemaKeys") or ()
+    schemas = document.get("Schemas") or ()
+    for index, (key, schema) in enumerate(zip(keys, schemas, strict=True)):
         if schema is None:
-            schemas.append(Schema.model_validate_json(descriptors.schema(key)))
+            schemas[index] = json.loads(descriptors.schema(key))
         else:
-            schemas.append(Schema.model_validate(schema))
             descriptors.keep(key, schema)
-    for resource in document["Resources"] if isinstance(document["Resources"], list) else ():
-        index = resource.pop("SchemaIndex", None) if isinstance(resource, dict) else None
-        if isinstance(index, int) and 0 <= index < len(schemas):
-            resource["Schema"] = schemas[index]
-    return document
+
+
+def _validated(path: Path, document: dict[str, Any]) -> Forma:
+    """The forma ``document`` renders, each resource with its class's descriptor (``SchemaIndex`` into
+    ``Schemas``): each descriptor is validated once, and the resources of a class share the one (frozen)
+    ``Schema``, which pydantic takes as it is. ``document`` is left as it was."""
+    try:
+        schemas = [Schema.model_validate(schema) for schema in document.get("Schemas") or ()]
+        resources = document["Resources"]
+        if isinstance(resources, list):
+            resources = [_with_schema(resource, schemas) for resource in resources]
+        rest = {key: value for key, value in document.items() if key not in _INDEXING}
+        return Forma.model_validate({**rest, "Resources": resources})
+    except (ValidationError, KeyError) as exc:  # Pkl rendered the forma; a mismatch here is svc's own bug
+        raise FormaError(f"{path}: the evaluated forma does not have the expected shape: {exc}") from exc
+
+
+_INDEXING = ("SchemaKeys", "Schemas", "Resources")
+
+
+def _with_schema(resource: Any, schemas: list[Schema]) -> Any:
+    if not isinstance(resource, dict):
+        return resource
+    index = resource.get("SchemaIndex")
+    if not isinstance(index, int) or not 0 <= index < len(schemas):
+        return resource
+    shown = {key: value for key, value in resource.items() if key != "SchemaIndex"}
+    shown["Schema"] = schemas[index]
+    return shown

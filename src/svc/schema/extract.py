@@ -28,6 +28,7 @@ from pydantic import TypeAdapter
 from svc import __version__
 from svc.model.lazy import LazyMapping
 from svc.model.schema import ResourceDescriptor
+from svc.paths import cache_home
 from svc.pkl import EvaluationRequest, PklError, shared_server
 from svc.pkl.packages import implicit_environment, plugin_package, svc_package
 from svc.plugins import InstalledPlugin
@@ -49,8 +50,7 @@ def default_cache_dir() -> Path:
     """``$SVC_SCHEMA_CACHE``, else ``svc/schemas`` in the user's cache directory."""
     if os.environ.get("SVC_SCHEMA_CACHE"):
         return Path(os.environ["SVC_SCHEMA_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "svc" / "schemas"
+    return cache_home() / "schemas"
 
 
 def _extraction_module(dependency: str) -> str:

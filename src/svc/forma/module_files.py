@@ -1,0 +1,128 @@
+"""The files a Pkl module is made of: the module and every module it imports, transitively, found by reading
+their text (no Pkl runs). What the caches of evaluations watch (``descriptor_cache``, ``evaluation_cache``).
+
+Imports are read from ``import``, ``import*``, ``amends`` and ``extends`` clauses at the start of a line and from
+``import("…")`` expressions, and resolved as Pkl would: next to the importing file, or in one of the evaluation's
+local packages (``@name/…``); ``pkl:`` modules are part of the Pkl binary. Anything else (another URI scheme, a
+glob, a package this evaluation does not have) cannot be followed, and the walk says so (None). Matching more than
+Pkl would (an import in a string) only adds files to watch.
+
+``ModuleFiles(packages, strict=True)`` also refuses a module whose value may depend on more than its files: one
+that reads a resource other than a ``prop:`` (``read("env:…")``, ``read("file:…")``, any other scheme, a
+computed URI), one with a glob import (what it finds may change without any file read here changing), and one
+with an import this reading cannot be sure of (not at the start of a line, in a raw or escaped string). The check
+is on the text, whole-line comments left out, and errs on the side of refusing: a comment after code that reads
+like one of those is enough.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+_CLAUSE = re.compile(r'^\s*(?:import\*?|amends|extends)\s+"([^"]*)"', re.MULTILINE)
+_EXPRESSION = re.compile(r'\bimport\*?\(\s*"([^"]*)"\s*\)')
+# Strict reading: every import-like keyword followed by a string (a class's `extends Base` is not), every glob
+# import, every read, and the reads of a literal prop: URI.
+_KEYWORD = re.compile(r'\b(?:import\*?|amends|extends)\s*\(?\s*#*"')
+_GLOB = re.compile(r"\bimport\*")
+_READ = re.compile(r"\bread`?[?*]?`?\s*\(")
+_PROP_READ = re.compile(r'\bread`?\??`?\s*\(\s*"prop:')
+_LINE_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
+_URI_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class Package:
+    """A local package of the evaluation: how its modules' URIs start, and its directory."""
+
+    uri_prefix: str
+    directory: Path
+
+
+def packages_of(project: Mapping[str, Any]) -> dict[str, Package]:
+    """The local packages an evaluator's ``project`` declares (and their own dependencies), by name."""
+    found: dict[str, Package] = {}
+
+    def walk(dependencies: Mapping[str, Any]) -> None:
+        for name, dependency in dependencies.items():
+            if dependency.get("type") != "local":
+                continue
+            directory = Path(unquote(urlparse(dependency["projectFileUri"]).path)).parent
+            found.setdefault(name, Package(f"project{dependency['packageUri']}#/", directory))
+            walk(dependency.get("dependencies") or {})
+
+    walk(project.get("dependencies") or {})
+    return found
+
+
+class ModuleFiles:
+    """Follows modules' imports within ``packages`` (by name), each module's text read once."""
+
+    def __init__(self, packages: Mapping[str, Package], *, strict: bool = False) -> None:
+        self.packages = packages
+        self._strict = strict
+        self._reads: dict[Path, list[Path] | None] = {}
+
+    def closure(self, module: Path) -> list[Path] | None:
+        """The module and every module it reads, transitively (sorted); None when one of them cannot be
+        followed."""
+        seen: set[Path] = set()
+        pending = [module]
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            reads = self._reads_of(current)
+            if reads is None:
+                return None
+            pending.extend(reads)
+        return sorted(seen)
+
+    def _reads_of(self, module: Path) -> list[Path] | None:
+        if module not in self._reads:
+            try:
+                text = module.read_text(encoding="utf-8")
+            except OSError:
+                self._reads[module] = None
+            else:
+                self._reads[module] = self._followed(module, text)
+        return self._reads[module]
+
+    def _followed(self, module: Path, text: str) -> list[Path] | None:
+        targets = list(_imports(text))
+        if self._strict and not _depends_on_files_alone(text, len(targets)):
+            return None
+        found = [self._resolve(module, target) for target in targets]
+        return None if None in found else [path for paths in found if paths for path in paths]
+
+    def _resolve(self, importer: Path, target: str) -> list[Path] | None:
+        if target.startswith("pkl:"):
+            return []  # the standard library: part of the Pkl binary, which callers watch apart
+        if any(glob in target for glob in "*{[?"):
+            return None
+        if target.startswith("@"):
+            name, _, rest = target[1:].partition("/")
+            package = self.packages.get(name)
+            return None if package is None else [package.directory / rest]
+        if _URI_SCHEME.match(target):
+            return None
+        return [Path(os.path.normpath(importer.parent / target))]
+
+
+def _imports(text: str) -> Iterable[str]:
+    yield from (match.group(1) for match in _CLAUSE.finditer(text))
+    yield from (match.group(1) for match in _EXPRESSION.finditer(text))
+
+
+def _depends_on_files_alone(text: str, imports_found: int) -> bool:
+    text = _LINE_COMMENT.sub("", text)  # documentation that shows an import or a read is neither
+    return (not _GLOB.search(text)
+            and len(_KEYWORD.findall(text)) == imports_found
+            and len(_READ.findall(text)) == len(_PROP_READ.findall(text)))

@@ -1,0 +1,148 @@
+"""A forma's evaluation kept between commands: used while every file it came from is unchanged, never for a forma
+that reads the environment or holds a secret (real Pkl, the real packages)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from svc.forma import evaluate, evaluate_forma
+from svc.forma.evaluation_cache import EvaluationCache
+
+HEAD = """\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@local/local.pkl" as lcl
+import "@local/fs.pkl"
+import "names.pkl"
+"""
+BODY = """
+forma {
+  new svc.Stack { label = "site" }
+  new svc.Target { label = "home"; config = new lcl.Config { root = "/tmp/svc-evaluation-cache" } }
+  new fs.File { label = "index"; path = names.index; content = "hello" }
+}
+"""
+FORMA = HEAD + BODY
+
+
+@pytest.fixture
+def renders(home: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The formas Pkl evaluated, in order (the cache lives in the isolated ``home``)."""
+    rendered: list[Path] = []
+    render = evaluate._render
+
+    def counted(path: Path, *args: Any) -> dict[str, Any]:
+        rendered.append(path)
+        return render(path, *args)
+
+    monkeypatch.setattr(evaluate, "_render", counted)
+    return rendered
+
+
+@pytest.fixture
+def forma(write_pkl) -> Path:
+    write_pkl("names.pkl", 'index = "index.html"\n')
+    return write_pkl("main.pkl", FORMA)
+
+
+def index_path(path: Path, **flags: str) -> str:
+    [index] = evaluate_forma(path, flags=flags).resources
+    return index.properties["Path"]
+
+
+def test_an_unchanged_forma_is_evaluated_once(forma: Path, renders: list[Path]) -> None:
+    first = evaluate_forma(forma)
+    assert evaluate_forma(forma).to_json() == first.to_json()
+    assert len(renders) == 1
+    # Another command, mode or property value is another evaluation.
+    evaluate_forma(forma, command="apply")
+    evaluate_forma(forma, mode="patch")
+    evaluate_forma(forma, flags={"owner": "me"})
+    assert len(renders) == 4
+    evaluate_forma(forma, command="apply")
+    assert len(renders) == 4
+
+
+def test_an_edit_of_the_forma_or_of_a_module_it_imports_is_evaluated(forma: Path, renders: list[Path]) -> None:
+    assert index_path(forma) == "index.html"
+    forma.write_text(FORMA.replace('content = "hello"', 'content = "hi"'))
+    [index] = evaluate_forma(forma).resources
+    assert index.properties["Content"] == "hi"
+    # Same size, same modification time: the content is what is compared.
+    names = forma.with_name("names.pkl")
+    stat = names.stat()
+    names.write_text('index = "INDEX.html"\n')
+    os.utime(names, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert index_path(forma) == "INDEX.html"
+    assert len(renders) == 3
+
+
+def test_a_forma_that_reads_the_environment_is_evaluated_every_time(write_pkl, renders: list[Path],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    write_pkl("names.pkl", 'index = read("env:INDEX_NAME")\n')
+    path = write_pkl("main.pkl", FORMA)
+    monkeypatch.setenv("INDEX_NAME", "a.html")
+    assert index_path(path) == "a.html"
+    monkeypatch.setenv("INDEX_NAME", "b.html")
+    assert index_path(path) == "b.html"
+    assert len(renders) == 2
+    assert not EvaluationCache(path, {"$cmd": "eval", "$mode": "reconcile"}).path.exists()
+
+
+def test_a_glob_import_is_evaluated_every_time(write_pkl, renders: list[Path]) -> None:
+    write_pkl("names.pkl", 'index = "index.html"\n')
+    write_pkl("parts/a.pkl", "x = 1\n")
+    path = write_pkl("main.pkl", HEAD + 'import* "parts/*.pkl" as parts\n' + BODY)
+    evaluate_forma(path)
+    write_pkl("parts/b.pkl", "x = 2\n")  # found by the glob: no file the first evaluation read has changed
+    evaluate_forma(path)
+    assert len(renders) == 2
+
+
+LOGIN = """
+@svc.ResourceHint { type = "TEST::Box::Login"; identifier = "$.user" }
+local class Login extends svc.Resource {
+  @svc.FieldHint {} user: String
+  @svc.FieldHint {} password: (String | svc.SecretValue)?
+  @svc.FieldHint {} note: (String | svc.SecretValue)?
+}
+"""
+
+
+@pytest.mark.parametrize("field", ['password = "hunter2"', 'note = svc.value("hunter2").opaque'],
+                         ids=["opaque-field", "opaque-value"])
+def test_a_forma_with_a_secret_is_never_written_to_the_cache(write_pkl, renders: list[Path], home: Path,
+                                                             field: str) -> None:
+    write_pkl("names.pkl", 'index = "index.html"\n')
+    login = f'  new Login {{ label = "admin"; user = "admin"; {field} }}\n}}\n'
+    path = write_pkl("main.pkl", HEAD + LOGIN + BODY.rstrip().removesuffix("}") + login)
+    for _ in range(2):
+        evaluate_forma(path)
+    assert len(renders) == 2
+    kept = [file for file in (home / ".cache").rglob("*") if file.is_file()]
+    assert not any(b"hunter2" in file.read_bytes() for file in kept)
+    # The same forma without the secret is kept.
+    write_pkl("main.pkl", HEAD + LOGIN + BODY.rstrip().removesuffix("}") +
+              '  new Login { label = "admin"; user = "admin" }\n}\n')
+    evaluate_forma(path)
+    evaluate_forma(path)
+    assert len(renders) == 3
+
+
+def test_the_cache_can_be_turned_off_and_a_broken_entry_is_no_entry(forma: Path, renders: list[Path],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    evaluate_forma(forma)
+    entry = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"}).path
+    assert entry.is_file() and oct(entry.stat().st_mode & 0o777) == "0o600"
+    monkeypatch.setenv("SVC_EVALUATION_CACHE", "off")
+    evaluate_forma(forma)
+    monkeypatch.delenv("SVC_EVALUATION_CACHE")
+    entry.write_text('{"Format": 1, "Inputs": [')
+    assert index_path(forma) == "index.html"
+    assert len(renders) == 3
+    evaluate_forma(forma)  # the broken entry was replaced
+    assert len(renders) == 3
