@@ -33,3 +33,31 @@ def test_a_bad_descriptor_is_reported_at_its_resource() -> None:
     with pytest.raises(ValidationError) as raised:
         Forma.model_validate({"Resources": [_resource("a", ITEM_SCHEMA), _resource("b", {"Fields": ["Value"]})]})
     assert [error["loc"] for error in raised.value.errors()] == [("Resources", 1, "Schema", "Identifier")]
+
+
+def test_the_wire_form_lists_each_descriptor_once_and_reads_back_the_same() -> None:
+    forma = Forma.model_validate({"Resources": [_resource("a", dict(ITEM_SCHEMA)), _resource("b", dict(ITEM_SCHEMA)),
+                                                _resource("c", dict(OTHER_SCHEMA))]})
+    wire = forma.to_wire()
+    assert wire["Schemas"] == [forma.resources[0].schema_.to_json(), forma.resources[2].schema_.to_json()]
+    assert [(r["Label"], r["SchemaIndex"], "Schema" in r) for r in wire["Resources"]] == [
+        ("a", 0, False), ("b", 0, False), ("c", 1, False)]
+    again = Forma.model_validate(wire)
+    assert again == forma and again.to_json() == forma.to_json()
+    a, b, _ = again.resources
+    assert a.schema_ is b.schema_
+
+
+@pytest.mark.parametrize("index", [2, -1, "0", None])
+def test_a_schema_index_that_names_no_descriptor_is_reported_at_its_resource(index: Any) -> None:
+    resource = {key: value for key, value in _resource("a", ITEM_SCHEMA).items() if key != "Schema"}
+    with pytest.raises(ValidationError) as raised:
+        Forma.model_validate({"Schemas": [ITEM_SCHEMA, OTHER_SCHEMA], "Resources": [{**resource, "SchemaIndex": index}]})
+    assert [error["loc"] for error in raised.value.errors()] == [("Resources", 0, "Schema")]
+
+
+def test_a_bad_listed_descriptor_is_reported_at_the_resources_that_use_it() -> None:
+    resource = {key: value for key, value in _resource("a", ITEM_SCHEMA).items() if key != "Schema"}
+    with pytest.raises(ValidationError) as raised:
+        Forma.model_validate({"Schemas": [{"Fields": ["Value"]}], "Resources": [{**resource, "SchemaIndex": 0}]})
+    assert [error["loc"] for error in raised.value.errors()] == [("Resources", 0, "Schema", "Identifier")]

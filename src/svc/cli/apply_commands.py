@@ -82,7 +82,7 @@ def apply_command(
         submission = _saved_submission(ctx, file, read_plan(file), yes, wait)
         raise typer.Exit(_run(config, submission, output_consumer, output_schema))
     forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value)
-    submission = Submission("apply", f"svc apply --mode {mode.value} {file}", forma.to_json(),
+    submission = Submission("apply", f"svc apply --mode {mode.value} {file}", forma.to_wire(),
                             {"mode": mode.value, "force": force}, simulate, yes, wait)
     raise typer.Exit(_run(config, submission, output_consumer, output_schema))
 
@@ -108,7 +108,7 @@ def destroy_command(
         raise CliError("give destroy either a forma file or --query, not both and not neither")
     forma = None
     if file is not None:
-        forma = evaluate_with_flags(file, ctx.args, command="destroy", mode="reconcile").to_json()
+        forma = evaluate_with_flags(file, ctx.args, command="destroy", mode="reconcile").to_wire()
     elif ctx.args:
         raise CliError(f"unexpected arguments {' '.join(ctx.args)}; forma properties need a forma file")
     title = f"svc destroy {file}" if file is not None else f"svc destroy --query '{query}'"

@@ -53,7 +53,7 @@ def plan_command(
     stop_shared_server(wait=False)  # evaluating is over
     with client:
         try:
-            response = agent_api.submit(client, command="apply", action="plan", forma=forma.to_json(), simulate=True,
+            response = agent_api.submit(client, command="apply", action="plan", forma=forma.to_wire(), simulate=True,
                                         mode=mode.value, force=force, seal_secrets=out is not None)
         except AgentRefused as refused:
             if refused.kind == "ReconcileRejected" and output_consumer is Consumer.human:

@@ -102,13 +102,17 @@ class Forma(WireModel):
     def _share_schemas(cls, data: Any) -> Any:
         """Every resource of a type carries the same descriptor: each distinct one is validated once and the
         (frozen) model shared. 100,000 resources held 100,000 copies of a few descriptors, 7 KB each: most of an
-        agent's memory while it plans them."""
+        agent's memory while it plans them. A forma sent as ``to_wire`` renders it lists each descriptor once
+        (``Schemas``) and has each resource name its own (``SchemaIndex``)."""
         if not isinstance(data, dict):
             return data
         key = "Resources" if "Resources" in data else "resources"
         resources = data.get(key)
         if not isinstance(resources, (list, tuple)):
             return data
+        listed = data.get("Schemas")
+        if isinstance(listed, list):
+            return {**data, key: _indexed_schemas(resources, listed)}
         schemas: dict[str, Schema] = {}
         shared: list[Any] = []
         for resource in resources:
@@ -129,7 +133,26 @@ class Forma(WireModel):
     def to_json(self) -> dict[str, Any]:
         """The forma JSON as the original product renders it: what is unset or empty is left out (a
         description that says nothing, no CLI properties, a stack's empty policies)."""
-        document = super().to_json()
+        return self._rendered(super().to_json())
+
+    def to_wire(self) -> dict[str, Any]:
+        """The forma JSON as the CLI sends it: as ``to_json``, but each distinct descriptor once (``Schemas``) and
+        each resource naming its own by its place there (``SchemaIndex``). A forma of 1,000 resources of one
+        type carried its descriptor 1,000 times, which the agent read and compared 1,000 times."""
+        document = self._rendered(self.model_dump(mode="json", by_alias=True, exclude_none=True,
+                                                  exclude={"resources": {"__all__": {"schema_"}}}))
+        places: dict[int, int] = {}
+        schemas: list[dict[str, Any]] = []
+        for resource, rendered in zip(self.resources, document.get("Resources", ()), strict=True):
+            place = places.get(id(resource.schema_))
+            if place is None:
+                place = places[id(resource.schema_)] = len(schemas)
+                schemas.append(resource.schema_.to_json())
+            rendered["SchemaIndex"] = place
+        document["Schemas"] = schemas
+        return document
+
+    def _rendered(self, document: dict[str, Any]) -> dict[str, Any]:
         if not self.properties:
             document.pop("Properties", None)
         if self.description.text is None and not self.description.confirm:
@@ -138,3 +161,22 @@ class Forma(WireModel):
             if not stack.get("Policies"):
                 stack.pop("Policies", None)
         return document
+
+
+def _indexed_schemas(resources: list[Any] | tuple[Any, ...], listed: list[Any]) -> list[Any]:
+    """The resources with their descriptors in place of ``SchemaIndex``; one out of range (or a descriptor that is
+    not one) is left for the resource's validation to report."""
+    schemas: list[Schema | None] = []
+    for raw in listed:
+        try:
+            schemas.append(Schema.model_validate(raw))
+        except ValidationError:
+            schemas.append(None)
+    shared = []
+    for resource in resources:
+        index = resource.get("SchemaIndex") if isinstance(resource, dict) else None
+        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(schemas):
+            resource = {key: value for key, value in resource.items() if key != "SchemaIndex"}
+            resource["Schema"] = schemas[index] if schemas[index] is not None else listed[index]
+        shared.append(resource)
+    return shared
