@@ -156,7 +156,9 @@ def test_a_forma_valid_for_both_paths_plans_identically(cloud_control: tuple[Pat
     assert {(operation, label) for operation, _, label, _ in plans[0]} == {("update", "logs"), ("update", "orders")}
 
 
-def test_discovery_lists_every_type_through_cloud_control(cloud_control: tuple[Path_, StandIn]) -> None:
+def test_discovery_lists_every_type_through_cloud_control_retrying_its_throttling(
+        cloud_control: tuple[Path_, StandIn]) -> None:
+    """Every listing Cloud Control throttles is retried with backoff, so a fifth of them throttled loses none."""
     path, standin = cloud_control
     target = path.directory / "target.pkl"  # discovery lists the targets the agent knows
     target.write_text('amends "@svc/forma.pkl"\nimport "@svc/svc.pkl"\nimport "@aws/aws.pkl"\n'
@@ -170,9 +172,14 @@ def test_discovery_lists_every_type_through_cloud_control(cloud_control: tuple[P
     subnet = standin.put_resource("AWS::EC2::Subnet", {"VpcId": vpc, "CidrBlock": "10.8.1.0/24"})["Identifier"]
     standin.answer_error("ListResources", "AccessDeniedException", type_name="AWS::IAM::Role",
                          message="not authorized to perform cloudformation:ListResources")
+    standin.throttle(rate=0.2, operations=["ListResources"])  # Cloud Control's ThrottlingException: retried
 
-    response = httpx.post(f"{path.agent.url}/api/v1/admin/discover", timeout=300)
+    try:
+        response = httpx.post(f"{path.agent.url}/api/v1/admin/discover", timeout=300)
+    finally:
+        standin.throttle()
     assert response.status_code == 200, response.text
+    assert standin.state()["throttled"]["ListResources"] > 0
     report = response.json()
     listed = path.svc("inventory", "resources", "--query", "managed:false", "--output-consumer", "machine")
     assert listed.returncode == 0, listed.stderr

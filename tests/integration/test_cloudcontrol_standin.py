@@ -294,6 +294,26 @@ def test_a_throttling_rate_throttles_about_that_share_of_calls(cloudcontrol: Sta
     assert 8 <= outcomes.count("ThrottlingException") <= 32
 
 
+def test_a_per_second_limit_throttles_each_operation_past_its_own_bucket(cloudcontrol: StandIn):
+    client = cloudcontrol.client()
+    # One token, refilled every 10 s: of a burst, the first call passes and the rest are throttled, while
+    # another operation draws from a bucket of its own (AWS meters each API action apart).
+    cloudcontrol.throttle(per_second=0.1, operations=["ListResources", "GetResource"])
+    outcomes = []
+    for _ in range(4):
+        try:
+            client.list_resources(TypeName=ROLE)
+            outcomes.append("ok")
+        except ClientError as error:
+            outcomes.append(error.response["Error"]["Code"])
+    with pytest.raises(ClientError) as missing:
+        client.get_resource(TypeName=ROLE, Identifier="nobody")
+    assert error_code(missing) == "ResourceNotFoundException"  # its first call: through, and answered
+    assert client.list_resource_requests()["ResourceRequestStatusSummaries"] == []  # not limited
+    assert outcomes == ["ok"] + ["ThrottlingException"] * 3
+    assert cloudcontrol.state()["throttled"] == {"ListResources": 3}
+
+
 def test_injected_request_failures_end_requests_failed_with_the_error_code(cloudcontrol: StandIn):
     client = cloudcontrol.client()
     cloudcontrol.fail_requests("CREATE", "ServiceLimitExceeded", type_name=ROLE, message="too many roles", count=1)

@@ -78,10 +78,14 @@ class StandIn:
             body["pageSize"] = page_size
         self._post("timing", body)
 
-    def throttle(self, *, next_calls: int = 0, rate: float = 0.0, operations: Sequence[str] = ()) -> None:
-        """The next ``next_calls`` calls, then a ``rate`` share of calls (reproducibly drawn), answer
-        ThrottlingException; only calls of ``operations`` (API names, e.g. ``ListResources``) when given."""
-        self._post("throttle", {"next": next_calls, "rate": rate, "operations": list(operations)})
+    def throttle(self, *, next_calls: int = 0, rate: float = 0.0, per_second: float = 0.0,
+                 operations: Sequence[str] = ()) -> None:
+        """The next ``next_calls`` calls, then a ``rate`` share of calls (reproducibly drawn), then the calls of
+        one operation beyond ``per_second`` a second (a token bucket per operation, as AWS meters each API
+        action; 0: none) answer ThrottlingException; only calls of ``operations`` (API names, e.g.
+        ``ListResources``) when given. ``state()["throttled"]`` counts them per operation."""
+        self._post("throttle", {"next": next_calls, "rate": rate, "perSecond": per_second,
+                                "operations": list(operations)})
 
     def delay(self, milliseconds: int, operations: Sequence[str] = ()) -> None:
         """Every answer (of ``operations`` when given) waits ``milliseconds``."""

@@ -85,7 +85,7 @@ def make_app(service: CloudControl | None = None) -> Starlette:
 # -- the control API --------------------------------------------------------------------------------------------
 
 def _state(account: CloudControl, _body: Json) -> Json:
-    return {"resources": account.resources, "calls": dict(account.calls),
+    return {"resources": account.resources, "calls": dict(account.calls), "throttled": dict(account.faults.throttled),
             "requests": {token: request.status for token, request in account.requests.items()},
             "timing": {"polls": account.timing.polls, "milliseconds": account.timing.milliseconds,
                        "pageSize": account.page_size}}
@@ -112,8 +112,13 @@ def _throttle(account: CloudControl, body: Json) -> Json:
     rate = float(body.get("rate", 0.0))
     if not 0.0 <= rate <= 1.0:
         raise BadControlRequest(f"rate must be between 0 and 1, not {rate}")
+    per_second = float(body.get("perSecond", 0.0))
+    if per_second < 0:
+        raise BadControlRequest(f"perSecond must be 0 (no limit) or more, not {per_second}")
     account.faults.throttle_next = int(body.get("next", 0))
     account.faults.throttle_rate = rate
+    account.faults.throttle_per_second = per_second
+    account.faults.buckets.clear()  # a new limit starts with a full bucket
     account.faults.throttle_operations = _operations(body)
     return {}
 
