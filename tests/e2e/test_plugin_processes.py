@@ -75,7 +75,9 @@ def test_plugins_endpoint_and_cli_list_describe_installed_plugins(world: World) 
     assert available.status_code == 400 and available.json()["error"] == "NoPackageSource", available.text
     assert "indexUrl / findLinks" in available.json()["message"]
     stats = httpx.get(f"{world.api}/stats").json()  # every command's first call: versions read once, at start
-    assert [(p["Namespace"], p["Version"]) for p in stats["Plugins"]] == [("FAKE", "0.1.0")]
+    # The rate the agent holds FAKE's calls to: its manifest's, as the config sets none.
+    assert [(p["Namespace"], p["Version"], p["MaxRequestsPerSecond"]) for p in stats["Plugins"]] == [
+        ("FAKE", "0.1.0", 1000)]
     assert httpx.get(f"{world.api}/plugins", params={"scope": "bogus"}).status_code == 400
 
     machine = run_svc("plugin", "list", "--output-consumer", "machine")

@@ -172,6 +172,9 @@ class Engine:
     def plugin_processes(self) -> dict[str, dict[str, Any]]:
         return self.gateway.processes()
 
+    def plugin_rates(self) -> dict[str, float]:
+        return self.gateway.rates()
+
     async def install_plugins(self, packages: list[PackageRequest], index_url: str | None,
                               find_links: list[str]) -> PluginOperations:
         return await self._plugin_manager().install(packages, index_url, find_links)

@@ -289,6 +289,11 @@ class PluginGateway:
         for runner in self.runners.values():
             await runner.close()
 
+    def rates(self) -> dict[str, float]:
+        """Each plugin's rate limit in requests per second, by namespace upper-cased: the user's, else the one
+        its manifest declares, else the agent's default."""
+        return {name.upper(): access.limits.bucket.rate for name, access in self._plugins.items()}
+
     def processes(self) -> dict[str, Json]:
         """Each running plugin's process, by namespace upper-cased (``GET /plugins``): the host's description,
         or, for a plugin loaded in the agent's process, that it runs there."""

@@ -201,6 +201,9 @@ class CommandService(Protocol):
     def plugin_processes(self) -> dict[str, dict[str, Any]]:
         """The plugins this agent runs, by upper-case namespace: each one's process (state, pid, …)."""
 
+    def plugin_rates(self) -> dict[str, float]:
+        """The rate limit each plugin's calls are held to (requests per second), by upper-case namespace."""
+
     async def install_plugins(self, packages: list[PackageRequest], index_url: str | None,
                               find_links: list[str]) -> PluginOperations:
         """pip-installs each plugin distribution from the package source (``index_url``/``find_links``, else the

@@ -22,7 +22,8 @@ router = APIRouter()
 async def stats(request: Request) -> dict[str, Any]:
     info = request.app.state.info
     leadership = request.app.state.leadership
-    running = deps.service(request).plugin_processes()  # installed or updated since the agent started too
+    service = deps.service(request)
+    running = service.plugin_processes()  # installed or updated since the agent started too
     counts: DatastoreCounts = await deps.in_thread(deps.datastore(request).counts)
     managed = by_namespace(counts.managed_by_type)
     resource_types = dict(counts.managed_by_type)
@@ -34,7 +35,7 @@ async def stats(request: Request) -> dict[str, Any]:
         UnmanagedResources=by_namespace(counts.unmanaged_by_type), Targets=dict(counts.targets_by_namespace),
         ResourceTypes=dict(sorted(resource_types.items())),
         Plugins=plugin_infos(request.app.state.config, {**info.plugin_versions, **_running_versions(running)},
-                             managed, running=running),
+                             managed, running=running, rates=service.plugin_rates()),
         ReapPendingTargets=counts.reap_pending_targets, ReapedTargets=counts.reaped_targets,
         Role=leadership.role, Leader=leader.agent_id if (leader := leadership.leader()) is not None else None,
     )
@@ -56,25 +57,27 @@ def _running_versions(running: Mapping[str, Mapping[str, Any]]) -> dict[str, str
 
 
 def plugin_infos(config: AgentConfig, versions: Mapping[str, str], managed_by_namespace: dict[str, int],
-                 running: Iterable[str] = ()) -> list[wire.PluginInfo]:
+                 running: Iterable[str] = (), rates: Mapping[str, float] | None = None) -> list[wire.PluginInfo]:
     """The enabled resource plugins of the config, then those the agent runs that the config does not name
-    (installed while it runs), with their installed versions (``versions``: upper-case namespace → version)
-    and managed counts."""
+    (installed while it runs), with their installed versions (``versions``: upper-case namespace → version),
+    managed counts and the rate limits their calls are held to (``rates``, by upper-case namespace; a plugin not
+    running: its config's)."""
     configured = [plugin for plugin in config.resource_plugins if plugin.enabled]
     unnamed = sorted({name.upper() for name in running} - {plugin.type.upper() for plugin in config.resource_plugins})
     defaults = [ResourcePluginConfig(type=namespace, enabled=True, discovery_filters=()) for namespace in unnamed]
-    return [_plugin_info(plugin, versions, managed_by_namespace) for plugin in [*configured, *defaults]]
+    return [_plugin_info(plugin, versions, managed_by_namespace, rates or {}) for plugin in [*configured, *defaults]]
 
 
-def _plugin_info(plugin: ResourcePluginConfig, versions: Mapping[str, str],
-                 managed_by_namespace: dict[str, int]) -> wire.PluginInfo:
+def _plugin_info(plugin: ResourcePluginConfig, versions: Mapping[str, str], managed_by_namespace: dict[str, int],
+                 rates: Mapping[str, float]) -> wire.PluginInfo:
     namespace = plugin.type.upper()
+    configured = plugin.rate_limit.max_requests_per_second_for_namespace if plugin.rate_limit else 0
     retry = plugin.retry
     return wire.PluginInfo(
         Namespace=namespace,
         Version=versions.get(namespace, "not installed"),
         NodeName=node_name(namespace),
-        MaxRequestsPerSecond=plugin.rate_limit.max_requests_per_second_for_namespace if plugin.rate_limit else 0,
+        MaxRequestsPerSecond=round(rates[namespace]) if namespace in rates else configured,
         ResourceCount=managed_by_namespace.get(namespace, 0),
         ResourceTypesToDiscover=list(plugin.resource_types_to_discover or ()) or None,
         RetryConfig=wire.RetryConfigView(StatusCheckInterval=_nanoseconds(retry.status_check_interval),
