@@ -1,0 +1,86 @@
+"""The Pkl binary's version is kept between commands while the binary is the same file (``svc.pkl.binary``)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from svc.pkl import binary
+
+
+def fake_pkl(path: Path, version: str, runs: Path) -> Path:
+    """A ``pkl`` that prints ``version`` and notes each run in ``runs``."""
+    path.write_text(f"#!/bin/sh\necho run >> '{runs}'\necho 'Pkl {version} (Linux, native)'\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def runs_of(runs: Path) -> int:
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def test_the_version_is_run_once_while_the_binary_is_unchanged(home: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    pkl = fake_pkl(tmp_path / "pkl", "0.30.2", runs)
+    assert binary._version_of(pkl) == (0, 30, 2)
+    assert binary._version_of(pkl) == (0, 30, 2)
+    assert runs_of(runs) == 1
+    cached = home / ".cache" / "svc" / "pkl-versions.json"
+    assert str(pkl.resolve()) in cached.read_text()
+
+
+def test_a_replaced_binary_is_run_again(home: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    pkl = fake_pkl(tmp_path / "pkl", "0.30.2", runs)
+    assert binary._version_of(pkl) == (0, 30, 2)
+    fake_pkl(tmp_path / "pkl", "0.25.13", runs)  # another size
+    assert binary._version_of(pkl) == (0, 25, 13)
+    newer = fake_pkl(tmp_path / "other", "0.31.0", runs)
+    pkl.unlink()
+    pkl.symlink_to(newer)  # the same path, another file
+    assert binary._version_of(pkl) == (0, 31, 0)
+    assert runs_of(runs) == 3
+
+
+def test_each_binary_is_kept_beside_the_others(home: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    first = fake_pkl(tmp_path / "first", "0.30.2", runs)
+    second = fake_pkl(tmp_path / "second", "0.31.0", runs)
+    for _ in range(2):
+        assert binary._version_of(first) == (0, 30, 2)
+        assert binary._version_of(second) == (0, 31, 0)
+    assert runs_of(runs) == 2
+
+
+def test_a_damaged_or_unwritable_cache_only_means_running_it(home: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    pkl = fake_pkl(tmp_path / "pkl", "0.30.2", runs)
+    cache = home / ".cache" / "svc"
+    cache.mkdir(parents=True)
+    (cache / "pkl-versions.json").write_text("{not json")
+    assert binary._version_of(pkl) == (0, 30, 2)
+    assert binary._version_of(pkl) == (0, 30, 2)
+    assert runs_of(runs) == 1
+    (cache / "pkl-versions.json").unlink()
+    cache.chmod(0o500)
+    try:
+        if os.access(cache, os.W_OK):
+            pytest.skip("running as a user who writes anywhere")
+        assert binary._version_of(pkl) == (0, 30, 2)
+        assert binary._version_of(pkl) == (0, 30, 2)
+        assert runs_of(runs) == 3
+    finally:
+        cache.chmod(0o700)
+
+
+def test_too_old_is_still_refused_from_the_cache(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pkl = fake_pkl(tmp_path / "pkl", "0.25.3", tmp_path / "runs")
+    monkeypatch.setenv("SVC_PKL", str(pkl))
+    for _ in range(2):
+        binary.find_pkl.cache_clear()
+        with pytest.raises(binary.PklBinaryError, match=r"Pkl 0\.25\.3 .* too old"):
+            binary.find_pkl()
+    binary.find_pkl.cache_clear()
