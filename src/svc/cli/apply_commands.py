@@ -9,6 +9,9 @@ like human mode without a terminal. Otherwise it submits once and prints one doc
 finished command as ``svc command status ID`` prints it (``{"Commands": [the command]}``).
 
 ``svc apply PLANFILE`` applies a plan ``svc plan -o`` saved (``svc.cli.plan_files``): exactly it, or nothing.
+
+The renderers of plans and progress (``svc.cli.plan_render``, ``svc.cli.watch``: Rich) are imported where they are
+used: a command with nothing to change prints one line and loads no Rich (``svc.cli.output``).
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.plan_files import SavedPlan, is_saved_plan, read_plan
-from svc.cli.plan_render import render_plan, summary_line
-from svc.cli.watch import follow_to_outcome, wait_quietly
 from svc.config import cli_config
 from svc.model.wire import ListCommandStatusResponse, SubmitCommandResponse
 from svc.pkl import stop_shared_server
@@ -173,6 +174,8 @@ def _machine(client: AgentClient, submission: Submission, schema: Schema) -> int
         # The agent answers no id ("") when nothing needed to change and it stored no command.
         emit({"CommandId": response.CommandId or None}, Consumer.machine, schema, print)
         return 0
+    from svc.cli.watch import wait_quietly  # the plan's and the progress's renderers (Rich) load when used
+
     final = wait_quietly(client, response.CommandId)
     emit(ListCommandStatusResponse(Commands=[final]), Consumer.machine, schema, print)
     return 0 if final.State == "Success" else 1
@@ -197,6 +200,8 @@ def _human(client: AgentClient, submission: Submission) -> int:
     description = preview.Description.Text
     if description:
         console.print(description, highlight=False)
+    from svc.cli.plan_render import render_plan
+
     render_plan(simulation, submission.title)
     if submission.simulate:
         console.print("Simulation only: nothing was changed.")
@@ -221,6 +226,8 @@ def _apply_saved(client: AgentClient, submission: Submission) -> int:
         else:
             console.print("No changes needed: the saved plan changes nothing.", highlight=False)
         return 0
+    from svc.cli.plan_render import summary_line
+
     console.print(summary_line(simulation.Command), highlight=False)
     return _started(client, submission, response)
 
@@ -235,6 +242,8 @@ def _started(client: AgentClient, submission: Submission, response: SubmitComman
     if not (submission.wait or console.is_terminal):
         console.print(f"Follow it with: svc command status {command_id} --follow", highlight=False)
         return 0
+    from svc.cli.watch import follow_to_outcome
+
     return follow_to_outcome(client, command_id)
 
 
@@ -260,6 +269,8 @@ def _record_baseline(client: AgentClient, submission: Submission, preview: Submi
     if response.Simulation.ChangesRequired:  # an agent that checks no fingerprint: the stack changed meanwhile
         console.print(f"The stack changed meanwhile: command {response.CommandId} applies the forma.",
                       highlight=False)
+        from svc.cli.watch import follow_to_outcome
+
         return follow_to_outcome(client, response.CommandId)
     console.print(f"Recorded as the new baseline (command {response.CommandId}).", highlight=False)
     return 0

@@ -1,16 +1,27 @@
-"""Human and machine output. Machine mode prints exactly one JSON or YAML document on stdout."""
+"""Human and machine output. Machine mode prints exactly one JSON or YAML document on stdout.
+
+Human output goes through ``console``, Rich's console made on first use: importing Rich and making its console
+cost a short command about a tenth of its CPU, and a command that only says one line (``svc plan`` with no changes,
+a no-op ``svc apply``) into a pipe or a file has no use for it. Such a line, one Rich would print as it is, is
+written directly; anything else (a terminal, colours, markup, emoji codes, a line to wrap, a table) is Rich's.
+"""
 
 from __future__ import annotations
 
+import builtins
 import enum
 import json
+import os
+import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 
 from svc.model.wire import Wire
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Data = TypeVar("Data")
 
@@ -30,7 +41,88 @@ ConsumerOption = Annotated[
 ]
 SchemaOption = Annotated[Schema, typer.Option("--output-schema", help="The document format in machine mode.")]
 
-console = Console()
+
+class LazyConsole:
+    """Rich's ``Console()``, made when first needed; until then ``print`` writes a plain line itself when Rich
+    would print exactly that line (``plain_line``). Every other attribute is the Rich console's."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_rich", None)
+
+    @property
+    def rich(self) -> Console:
+        if self._rich is None:
+            from rich.console import Console
+
+            object.__setattr__(self, "_rich", Console())
+        return self._rich
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        # Once Rich's console exists it prints everything: its capture and recording see all.
+        line = plain_line(objects, options) if self._rich is None else None
+        if line is None:
+            self.rich.print(*objects, **options)
+        else:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rich, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.rich, name, value)
+
+
+_PLAIN_OPTIONS = frozenset({"highlight", "markup", "soft_wrap"})
+
+
+def plain_line(objects: tuple[Any, ...], options: dict[str, Any]) -> str | None:
+    """The line ``Console().print(*objects, **options)`` would write, when it is the one string as it is (no
+    terminal, nothing Rich interprets or wraps); else None, and Rich prints it."""
+    if len(objects) != 1 or not isinstance(objects[0], str) or not _PLAIN_OPTIONS.issuperset(options):
+        return None
+    text: str = objects[0]
+    if not (text.isascii() and text.isprintable() and text == text.strip()):
+        return None  # wide characters, control codes, edge spaces: Rich's measure and wrapping decide
+    if (options.get("markup", True) and "[" in text) or text.count(":") > 1:  # markup; a possible :emoji: code
+        return None
+    if _rich_sees_a_terminal():
+        return None
+    if not options.get("soft_wrap") and len(text) > _rich_width():
+        return None
+    return text
+
+
+def _rich_sees_a_terminal() -> bool:
+    """Rich's ``Console.is_terminal`` for stdout (Jupyter, Windows' legacy console: treated as a terminal)."""
+    if sys.platform == "win32" or hasattr(builtins, "get_ipython"):
+        return True
+    compatible = os.getenv("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "1"
+    if (force := os.getenv("FORCE_COLOR")) is not None:
+        return force != ""
+    try:
+        return sys.stdout.isatty()
+    except ValueError:  # closed
+        return False
+
+
+def _rich_width() -> int:
+    """Rich's ``Console.width`` when stdout is no terminal: ``$COLUMNS``, else the first of stdin, stdout and
+    stderr that is a terminal, else 80."""
+    columns = os.getenv("COLUMNS", "")
+    if columns.isdigit():
+        return int(columns)
+    for descriptor in (0, 1, 2):
+        try:
+            return os.get_terminal_size(descriptor).columns or 80
+        except (AttributeError, ValueError, OSError):
+            continue
+    return 80
+
+
+console = LazyConsole()
 
 
 def emit(data: Data, consumer: Consumer, schema: Schema, human: Callable[[Data], None]) -> None:

@@ -23,7 +23,6 @@ from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.plan_files import SavedPlan, write_plan
-from svc.cli.plan_render import render_plan
 from svc.config import cli_config
 from svc.model.wire import SubmitCommandResponse
 from svc.pkl import stop_shared_server
@@ -83,6 +82,8 @@ def _show(response: SubmitCommandResponse, title: str, out: Path | None) -> None
     if response.Description.Text:
         console.print(response.Description.Text, highlight=False, markup=False)
     if simulation.ChangesRequired:
+        from svc.cli.plan_render import render_plan  # Rich: only for a plan to show (svc.cli.output)
+
         render_plan(simulation, title)
     elif simulation.BaselineStacks:
         console.print(f"No changes to resources. Applying the forma records it as the new baseline of stack(s) "

@@ -135,7 +135,7 @@ def _follow_live(client: AgentClient, command_id: str) -> CommandView:
     command = poll(lambda wait: _fetch(client, command_id, wait))
     # Transient: once the command has ended the view gives way to its summary; the whole table is one
     # ``svc command status`` away, not printed again.
-    with Live(LiveView(command), console=console, refresh_per_second=4, transient=True) as view:
+    with Live(LiveView(command), console=console.rich, refresh_per_second=4, transient=True) as view:
         while command.State not in TERMINAL_COMMAND_STATES:
             command = poll(lambda wait: _fetch(client, command_id, wait))
             view.update(LiveView(command))

@@ -1,0 +1,73 @@
+"""``svc.cli.output.console`` writes a plain line itself only when Rich would have written exactly that line."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from svc.cli import output
+
+TEXTS = [
+    "No changes: the resources already match the forma.",
+    "No changes needed: the resources already match the forma.",
+    "Command 2Zx9 started on the agent.",
+    "Follow it with: svc command status 2Zx9 --follow",
+    "a line of exactly forty characters......",
+    "a line of exactly forty-one characters...",
+    "[bold]markup[/bold] and [link]",
+    "an :thumbs_up: emoji code",
+    "AWS::S3::Bucket changed",
+    "http://localhost:8080/api",
+    "  edge spaces ",
+    "tab\there",
+    "two\nlines",
+    "wide 日本語 cells",
+    "ellipsis …",
+    "",
+]
+OPTIONS = [{}, {"highlight": False}, {"markup": False}, {"highlight": False, "markup": False, "soft_wrap": True},
+           {"end": ""}, {"style": "bold"}]
+
+
+def rich_prints(text: str, options: dict[str, object]) -> str:
+    out = io.StringIO()
+    Console(file=out).print(text, **options)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("columns", ["40", "120"])
+def test_a_plain_line_is_what_rich_prints(columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    for variable in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(variable, raising=False)
+    taken = 0
+    for text in TEXTS:
+        for options in OPTIONS:
+            line = output.plain_line((text,), options)
+            if line is not None:
+                taken += 1
+                assert rich_prints(text, options) == line + "\n", (text, options)
+    assert taken >= 10  # the short plain lines do take the direct path
+
+
+def test_a_line_too_wide_or_a_terminal_is_left_to_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    assert output.plain_line(("a line of exactly forty-one characters...",), {}) is None
+    assert output.plain_line(("a line of exactly forty-one characters...",), {"soft_wrap": True}) is not None
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert output.plain_line(("short",), {}) is None
+    monkeypatch.setenv("TTY_COMPATIBLE", "0")
+    assert output.plain_line(("short",), {}) == "short"
+
+
+def test_once_rich_is_made_it_prints_everything(capsys: pytest.CaptureFixture[str]) -> None:
+    console = output.LazyConsole()
+    console.print("plain")
+    assert capsys.readouterr().out == "plain\n"
+    with console.capture() as captured:  # Rich's console from here on
+        console.print("plain again")
+    assert captured.get() == "plain again\n"
+    assert capsys.readouterr().out == ""
