@@ -26,6 +26,7 @@ from svc.cli.retry import (
     seconds_text,
     unavailable_answer,
 )
+from svc.cli.transport import StdlibTransport
 from svc.config.loader import RETRY_FOR_VARIABLE
 from svc.config.model import CliConfig
 from svc.model.wire import StatsView
@@ -69,9 +70,9 @@ class AgentClient:
         # HTTPS verifies against the system trust store (OpenSSL also honours SSL_CERT_FILE / SSL_CERT_DIR for a
         # private CA). Plain HTTP has no certificate to verify (redirects are not followed), so it skips loading
         # the store, a tenth of a short command's time.
-        verify = ssl.create_default_context() if self.base_url.startswith("https:") else False
-        self._http = httpx.Client(base_url=self.base_url, auth=auth, verify=verify, timeout=_TIMEOUT,
-                                  trust_env=False, headers={"Client-ID": client_id()})
+        tls = ssl.create_default_context() if self.base_url.startswith("https:") else None
+        self._http = httpx.Client(base_url=self.base_url, auth=auth, transport=StdlibTransport(tls),
+                                  timeout=_TIMEOUT, trust_env=False, headers={"Client-ID": client_id()})
 
     def close(self) -> None:
         self._http.close()

@@ -1,0 +1,140 @@
+"""``svc.cli.transport.StdlibTransport``: httpx's client over ``http.client``, with httpx's exceptions as httpcore
+raises them, and one kept connection that is made again when the server closed it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from svc.cli.retry import failed_try
+from svc.cli.transport import StdlibTransport
+
+Handler = Callable[[socket.socket, bytes], None]
+
+
+def _read_request(conn: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        body += conn.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+@contextmanager
+def server(handler: Handler) -> Iterator[tuple[str, list[socket.socket]]]:
+    """A one-thread server on a free port: ``handler`` answers each request of each connection; the list holds
+    the connections accepted."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            while (request := _read_request(conn)):
+                handler(conn, request)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+
+
+def ok(conn: socket.socket, request: bytes) -> None:
+    """Answers the request's body, or its request line when it has none, as a JSON string."""
+    body = json.dumps((request.split(b"\r\n\r\n", 1)[1] or request.split(b"\r\n", 1)[0]).decode()).encode()
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Seen: yes\r\nContent-Length: "
+                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def client(url: str, **options: object) -> httpx.Client:
+    return httpx.Client(base_url=url, transport=StdlibTransport(), trust_env=False, **options)
+
+
+def test_requests_share_one_connection_and_answers_are_httpx_responses() -> None:
+    with server(ok) as (url, accepted), client(url, headers={"Client-ID": "c1"}, auth=("u", "p")) as http:
+        first = http.get("/api/v1/stats", params={"a": "b c"})
+        second = http.post("/api/v1/commands", data={"k": "v"}, files={"forma": ("f.json", b"{}")})
+        assert first.status_code == 200 and first.headers["x-seen"] == "yes"
+        assert first.json() == "GET /api/v1/stats?a=b+c HTTP/1.1"
+        assert 'name="forma"' in second.json() and 'name="k"' in second.json()
+        assert first.http_version == "HTTP/1.1" and first.reason_phrase == "OK"
+        assert len(accepted) == 1
+
+
+def test_the_headers_are_httpxs() -> None:
+    seen: list[bytes] = []
+
+    def keep(conn: socket.socket, request: bytes) -> None:
+        seen.append(request)
+        ok(conn, request)
+
+    with server(keep) as (url, _), client(url, headers={"Client-ID": "c1"}, auth=("u", "p")) as http:
+        http.get("/x")
+    head = seen[0].lower()
+    assert b"client-id: c1" in head and b"authorization: basic dtpw" in head
+    assert head.count(b"host:") == 1 and head.count(b"accept-encoding:") == 1
+
+
+def test_a_connection_the_server_closed_is_made_again() -> None:
+    def answer_once(conn: socket.socket, request: bytes) -> None:
+        ok(conn, request)
+        conn.shutdown(socket.SHUT_RDWR)  # as an agent's keep-alive timeout does between two requests
+
+    with server(answer_once) as (url, accepted), client(url) as http:
+        assert http.get("/1").status_code == 200
+        assert http.get("/2").status_code == 200
+        assert len(accepted) == 2
+
+
+def test_refused_and_broken_exchanges_are_httpxs_errors_with_their_cause() -> None:
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    with client(f"http://127.0.0.1:{port}") as http, pytest.raises(httpx.ConnectError) as refused:
+        http.get("/")
+    assert failed_try("POST", refused.value) == "connection refused"
+
+    def hang_up(conn: socket.socket, request: bytes) -> None:
+        conn.shutdown(socket.SHUT_RDWR)
+
+    with server(hang_up) as (url, _), client(url) as http, pytest.raises(httpx.RemoteProtocolError) as closed:
+        http.get("/")
+    assert failed_try("GET", closed.value) == "connection closed" and failed_try("POST", closed.value) is None
+
+    def garbage(conn: socket.socket, request: bytes) -> None:
+        conn.sendall(b"\x15\x03\x01\x00\x02\x02\x50")  # a TLS alert: an HTTPS server reached with http://
+        conn.shutdown(socket.SHUT_RDWR)
+
+    with server(garbage) as (url, _), client(url) as http, pytest.raises(httpx.RemoteProtocolError):
+        http.get("/")
+
+
+def test_timeouts_are_httpxs() -> None:
+    def silent(conn: socket.socket, request: bytes) -> None:
+        pass
+
+    with server(silent) as (url, _), client(url, timeout=httpx.Timeout(0.2)) as http, \
+            pytest.raises(httpx.ReadTimeout):
+        http.get("/")
