@@ -6,9 +6,8 @@ import enum
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -19,13 +18,13 @@ from svc.forma.arguments import evaluate_with_arguments
 from svc.forma.project_init import init_project
 from svc.model.forma import Property
 
+if TYPE_CHECKING:
+    import click
+
 project_app = typer.Typer(help="Create and manage Pkl projects of formas.", no_args_is_help=True)
 
 # Unknown options are the forma's property flags, parsed once the forma has declared them.
 PROPERTY_FLAGS = {"allow_extra_args": True, "ignore_unknown_options": True}
-
-_CLICK_TYPES: dict[str, click.ParamType] = {"String": click.STRING, "Int": click.INT, "Float": click.FLOAT}
-
 
 # Every command takes --config; eval evaluates offline, with the plugins installed in this Python
 # environment, so it only checks that the file exists.
@@ -42,18 +41,25 @@ class Mode(enum.StrEnum):
 
 
 def _option(name: str, prop: Property) -> click.Option:
+    import click
+
     # A default of None would count as a value: pass a default only when the forma has one.
     settings: dict[str, Any] = {"required": prop.required, "help": prop.description}
     if prop.default is not None:
         settings["default"] = prop.default
     if prop.type == "Boolean":
         return click.Option([name, f"--{prop.flag}/--no-{prop.flag}"], **settings)
-    return click.Option([name, f"--{prop.flag}"], type=_CLICK_TYPES[prop.type], **settings)
+    types = {"String": click.STRING, "Int": click.INT, "Float": click.FLOAT}
+    return click.Option([name, f"--{prop.flag}"], type=types[prop.type], **settings)
 
 
 def parse_property_flags(properties: Mapping[str, Property], args: Sequence[str]) -> dict[str, str]:
     """The values of the property flags ``args`` give, as the strings Pkl reads (``prop:``). A flag left out is
     not passed: its default is the forma's own (``Prop.value``, a typed property's default)."""
+    if not properties and not args:
+        return {}  # nothing to parse: the parser (click, a second copy beside Typer's) is not even imported
+    import click
+
     options = {f"p{index}": prop for index, prop in enumerate(properties.values())}
     command = click.Command("properties", params=[_option(name, prop) for name, prop in options.items()])
     try:

@@ -54,7 +54,9 @@ class SavedPlan:
 class _PlanFile(BaseModel):
     """The file's shape; reading it validates every field at once."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: its validator (the whole simulation's shape) is built when a plan is written or read, not by
+    # every plan and apply that imports this module.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     Format: Literal["svc-plan/1"] = FORMAT
     CreatedAt: str = ""
@@ -128,5 +130,5 @@ def _format_of(document: Any) -> Any:
 
 
 class _Format(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
     Format: Any = None
