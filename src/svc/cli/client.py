@@ -27,8 +27,8 @@ from svc.cli.retry import (
     unavailable_answer,
 )
 from svc.cli.transport import StdlibTransport
+from svc.config.cli_model import CliConfig
 from svc.config.loader import RETRY_FOR_VARIABLE
-from svc.config.model import CliConfig
 from svc.model.wire import StatsView
 
 API_PREFIX = "/api/v1"

@@ -7,13 +7,16 @@ import os
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from svc.config import cli_cache
-from svc.config.model import ApiConfig, CliConfig, SvcConfig
+from svc.config.cli_model import ApiConfig, CliConfig
+
+if TYPE_CHECKING:
+    from svc.config.model import SvcConfig
 
 # svc.pkl (the Pkl server's client and svc's module readers) is imported by the functions that evaluate: a command
 # imports this module for the config's types and its errors, and `svc inventory --help` evaluates nothing.
@@ -37,6 +40,8 @@ def _checked(rendered: object, path: Path | str) -> dict[str, Any]:
 
 
 def _validated(rendered: object, path: Path | str) -> SvcConfig:
+    from svc.config.model import SvcConfig  # the agent's models: defined only for a whole config
+
     try:
         return SvcConfig.model_validate(_checked(rendered, path))
     except ValidationError as exc:  # Pkl checked the types; this is a mismatch between module and models

@@ -2,7 +2,7 @@
 
 Pkl is the only source of defaults and constraints (the models have no defaults of their own);
 they mirror its classes so that the rest of the code works with attributes, not dictionaries. Durations arrive as
-milliseconds and become ``timedelta``.
+milliseconds and become ``timedelta``. The CLI's block is ``svc.config.cli_model`` (a command imports only it).
 """
 
 from __future__ import annotations
@@ -11,39 +11,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from svc.config.cli_model import ApiConfig, CliAuthConfig, CliConfig, ConfigModel, DurationModel, UpgradeConfig
 
 DatastoreType = Literal["sqlite", "postgres", "auroradataapi"]
 LogLevel = Literal["debug", "info", "warn", "error"]
-
-
-class _Model(BaseModel):
-    # defer_build: a model's validator is built when it first validates, not when this module is imported. A CLI
-    # command validates the cli block only, and building every agent model had cost it 25 ms of its CPU.
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid",
-                              defer_build=True)
-
-
-def _milliseconds(value: Any) -> Any:
-    return timedelta(milliseconds=value) if isinstance(value, (int, float)) else value
-
-
-class _Durations(_Model):
-    """Models whose ``timedelta`` fields arrive from Pkl as milliseconds."""
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _durations(cls, value: Any, info: Any) -> Any:
-        field = cls.model_fields[info.field_name]
-        return _milliseconds(value) if field.annotation is timedelta else value
 
 
 def expand_path(value: str) -> Path:
     return Path(value).expanduser()
 
 
-class ServerConfig(_Model):
+class ServerConfig(ConfigModel):
     bind_address: str
     port: int
     tls_cert: str | None = None
@@ -54,11 +35,11 @@ class ServerConfig(_Model):
         return bool(self.tls_cert and self.tls_key)
 
 
-class SqliteConfig(_Model):
+class SqliteConfig(ConfigModel):
     file_path: str
 
 
-class PostgresConfig(_Model):
+class PostgresConfig(ConfigModel):
     host: str
     port: int
     user: str
@@ -68,7 +49,7 @@ class PostgresConfig(_Model):
     connection_params: str
 
 
-class AuroraDataApiConfig(_Model):
+class AuroraDataApiConfig(ConfigModel):
     cluster_arn: str
     secret_arn: str
     database: str
@@ -76,37 +57,37 @@ class AuroraDataApiConfig(_Model):
     endpoint: str
 
 
-class DatastoreConfig(_Model):
+class DatastoreConfig(ConfigModel):
     datastore_type: DatastoreType
     sqlite: SqliteConfig
     postgres: PostgresConfig
     aurora_data_api: AuroraDataApiConfig = Field(alias="auroraDataAPI")
 
 
-class RetryConfig(_Durations):
+class RetryConfig(DurationModel):
     status_check_interval: timedelta
     max_retries: int
     retry_delay: timedelta
 
 
-class SynchronizationConfig(_Durations):
+class SynchronizationConfig(DurationModel):
     enabled: bool
     interval: timedelta
 
 
-class DiscoveryConfig(_Durations):
+class DiscoveryConfig(DurationModel):
     enabled: bool
     interval: timedelta
     label_tag_keys: tuple[str, ...]
 
 
-class LoggingConfig(_Model):
+class LoggingConfig(ConfigModel):
     file_path: str
     file_log_level: LogLevel
     console_log_level: LogLevel
 
 
-class OtlpConfig(_Model):
+class OtlpConfig(ConfigModel):
     enabled: bool
     endpoint: str
     protocol: Literal["grpc", "http"]
@@ -114,11 +95,11 @@ class OtlpConfig(_Model):
     temporality: Literal["delta", "cumulative"]
 
 
-class PrometheusConfig(_Model):
+class PrometheusConfig(ConfigModel):
     enabled: bool
 
 
-class OTelConfig(_Durations):
+class OTelConfig(DurationModel):
     enabled: bool
     service_name: str
     traces: bool
@@ -129,55 +110,55 @@ class OTelConfig(_Durations):
     prometheus: PrometheusConfig
 
 
-class StackExpirerConfig(_Durations):
+class StackExpirerConfig(DurationModel):
     enabled: bool
     interval: timedelta
 
 
-class TargetReaperConfig(_Durations):
+class TargetReaperConfig(DurationModel):
     enabled: bool = True
     interval: timedelta = timedelta(minutes=1)
     default_max_unreachable: timedelta = timedelta(hours=24)
 
 
-class LeadershipConfig(_Durations):
+class LeadershipConfig(DurationModel):
     lease_duration: timedelta = timedelta(seconds=10)
     renew_interval: timedelta = timedelta(seconds=2)
     poll_interval: timedelta = timedelta(milliseconds=250)
     advertise_url: str | None = None
 
 
-class AuthorizedUser(_Model):
+class AuthorizedUser(ConfigModel):
     username: str
     password: str = Field(repr=False)
 
 
-class AgentAuthConfig(_Model):
+class AgentAuthConfig(ConfigModel):
     type: Literal["basic"]
     authorized_users: tuple[AuthorizedUser, ...]
 
 
-class RateLimitConfig(_Model):
+class RateLimitConfig(ConfigModel):
     scope: Literal["Namespace"]
     max_requests_per_second_for_namespace: int
 
 
-class LabelConfig(_Model):
+class LabelConfig(ConfigModel):
     default_query: str | None = None
     resource_overrides: dict[str, str] | None = None
 
 
-class FilterCondition(_Model):
+class FilterCondition(ConfigModel):
     property_path: str
     property_value: str | None = None
 
 
-class DiscoveryFilter(_Model):
+class DiscoveryFilter(ConfigModel):
     resource_types: tuple[str, ...]
     conditions: tuple[FilterCondition, ...]
 
 
-class ResourcePluginConfig(_Model):
+class ResourcePluginConfig(ConfigModel):
     """A plugin's ``PluginConfig``: the base fields, plus the plugin's own fields in ``settings``."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="allow",
@@ -197,7 +178,7 @@ class ResourcePluginConfig(_Model):
         return dict(self.model_extra or {})
 
 
-class AgentConfig(_Model):
+class AgentConfig(ConfigModel):
     server: ServerConfig
     datastore: DatastoreConfig
     resource_plugins: tuple[ResourcePluginConfig, ...]
@@ -213,35 +194,9 @@ class AgentConfig(_Model):
     auth: AgentAuthConfig | None = None
 
 
-class ApiConfig(_Durations):
-    url: str
-    port: int
-    retry_for: timedelta
-
-    @property
-    def base_url(self) -> str:
-        # Seed 000 §2: `url` is the agent's hostname, or `https://<service_host>` when TLS is used.
-        scheme = "" if "://" in self.url else "http://"
-        return f"{scheme}{self.url}:{self.port}"
-
-
-class CliAuthConfig(_Model):
-    type: Literal["basic"]
-    username: str
-    password: str = Field(repr=False)
-
-
-class UpgradeConfig(_Model):
-    index_url: str | None = None
-    find_links: tuple[str, ...]
-
-
-class CliConfig(_Model):
-    api: ApiConfig
-    auth: CliAuthConfig | None = None
-    upgrade: UpgradeConfig
-
-
-class SvcConfig(_Model):
+class SvcConfig(ConfigModel):
     agent: AgentConfig
     cli: CliConfig
+
+
+__all__ = ["ApiConfig", "CliAuthConfig", "CliConfig", "UpgradeConfig"]  # the CLI's block, as part of the whole
