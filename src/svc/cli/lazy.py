@@ -9,6 +9,7 @@ the loaded command's own.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -54,6 +55,9 @@ class LazyGroup(TyperGroup):
         if name not in loaded:
             raise LookupError(f"the registration of {name!r} did not add a command of that name")
         self.commands.update({added: command for added, command in loaded.items() if added not in self.commands})
+        if not gc.isenabled():  # the console script's start (``svc.cli.main.run``), whose imports are now done
+            gc.freeze()
+            gc.enable()
 
     def load_all(self) -> LazyGroup:
         """Every command loaded: for the CLI reference and tests that walk the whole tree."""
