@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import threading
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 from support.records import T0, item_write, stored_command
 from svc.datastore import ConflictError, Datastore, DatastoreUnavailable
 from svc.datastore.update_writes import UpdateStateWrite
-from svc.engine.writer import WRITER_NICENESS, BatchWriter, Finished, WriterClosed
+from svc.engine.writer import BatchWriter, Finished, WriterClosed
 from svc.ids import new_id
 from svc.model.records import CommandRecord, ResourceUpdateRecord, ResourceWrite
 
@@ -154,8 +153,7 @@ def test_a_closed_writer_writes_nothing(datastore: Datastore) -> None:
     assert datastore.get_resource_updates(command).items[0].state == "NotStarted"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is Linux's")
-def test_batches_commit_on_a_thread_below_the_event_loops_priority(datastore: Datastore) -> None:
+def test_batches_commit_on_one_thread_of_the_writers_own_at_the_processs_priority(datastore: Datastore) -> None:
     command = stored_command(datastore, "k1", "k2", state="NotStarted")
     niceness: list[tuple[int, int]] = []  # (thread id, niceness) of each commit
 
@@ -176,7 +174,8 @@ def test_batches_commit_on_a_thread_below_the_event_loops_priority(datastore: Da
 
     loop_niceness = asyncio.run(run())
     assert len(niceness) == 2 and niceness[0][0] == niceness[1][0] != threading.get_native_id()  # one thread
-    assert niceness[0][1] == min(19, loop_niceness + WRITER_NICENESS)
+    # Below the loop's priority, the command's last commits waited for every other process of a busy machine.
+    assert niceness[0][1] == loop_niceness
 
 
 def test_a_batch_whose_commit_answer_was_lost_in_an_outage_is_not_taken_for_a_fenced_one(

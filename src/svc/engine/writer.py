@@ -12,20 +12,17 @@ no caller sees the outage (``outage``). Since a batch stores every version befor
 version of a ksuid that an earlier write of the batch tombstones (a replace's create after its delete) starts
 the next batch instead.
 
-Batches commit on a thread of the writer's own, run below the event loop's priority (``WRITER_NICENESS``,
-on Linux, where niceness is per thread). On a small machine that thread, the event loop and the plugin
-processes compete for the CPUs, and nothing waits for a commit but the command's end: a change's dependents
-start once its plugin answered (``executor``). The loop and the plugins, whose every delay lengthens the
-command, go first; the commit thread takes what is left, and its batches grow (fewer, cheaper commits).
+Batches commit on a thread of the writer's own, at the process's priority. Nothing waits for a commit but
+the command's end (a change's dependents start once its plugin answered, ``executor``), yet that end does: a
+commit thread run below the event loop's priority (niceness +10, tried until issue 30) gave way to every other
+process of a shared machine as well, and the last commits of a command waited 10 to 280 ms for a CPU after its
+last plugin answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,20 +36,6 @@ from svc.model.records import ResourceWrite, StoreOutcome, every_item
 
 log = logging.getLogger("svc.engine")
 MAX_BATCH = 500
-WRITER_NICENESS = 10  # added to the commit thread's niceness: at 10 it gets about a tenth of a contended CPU
-
-
-def _below_the_event_loop() -> None:
-    """Lowers the calling thread's priority (a thread initializer). Linux applies a thread id's niceness to
-    that thread alone; elsewhere a thread id is no process id, so the thread keeps the process's niceness."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        thread = threading.get_native_id()
-        niceness = os.getpriority(os.PRIO_PROCESS, thread)
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, niceness + WRITER_NICENESS))
-    except OSError:  # not permitted: it keeps the process's
-        pass
 
 
 @dataclass
@@ -112,7 +95,7 @@ class BatchWriter:
         self._closed = False
         self._unsettled: set[asyncio.Future[Any]] = set()  # queued or committing (``flush``)
         # Its thread starts with the first batch.
-        self._thread = ThreadPoolExecutor(1, "svc-writer", initializer=_below_the_event_loop)
+        self._thread = ThreadPoolExecutor(1, "svc-writer")
 
     def _ensure(self) -> None:
         if self._task is None or self._task.done():
