@@ -33,6 +33,7 @@ from svc_plugin_fake import FakeCloud  # noqa: E402
 
 from support.engine import fake_forma, item, make_engine, shown  # noqa: E402
 from svc.agent.collector import tune_collector  # noqa: E402
+from svc.agent.lifecycle import SWITCH_INTERVAL  # noqa: E402
 from svc.config.model import DatastoreConfig  # noqa: E402
 from svc.datastore import open_datastore  # noqa: E402
 from svc.engine.operations import RetryPolicy  # noqa: E402
@@ -133,6 +134,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="latency runs (the first in a cold process)")
     args = parser.parse_args()
     tune_collector()  # as the agent does at startup
+    sys.setswitchinterval(SWITCH_INTERVAL)
     print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{n:.1f}' for n in os.getloadavg())}",
           flush=True)
     for size in args.sizes:

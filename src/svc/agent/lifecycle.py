@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -41,6 +42,10 @@ log = logging.getLogger("svc.agent")
 # Lets tests run an agent that reports another version, to exercise the CLI's strict version check.
 TEST_VERSION_OVERRIDE = "SVC_TESTING_AGENT_VERSION"
 STOP_TIMEOUT_SECONDS = 10.0
+# How long a thread keeps the GIL while another waits for it (CPython's default: 5 ms). The event loop shares the
+# process with the commit thread and the API's worker threads, which run Python (SQLAlchemy, planning, status
+# documents) while plugin answers arrive; each answer the loop woke for waited up to the whole interval.
+SWITCH_INTERVAL = 0.0005
 
 
 class _Server(uvicorn.Server):
@@ -194,6 +199,7 @@ def start_agent(config_path: Path) -> None:
     ))
     write_pid(pid_path)
     tune_collector()
+    sys.setswitchinterval(SWITCH_INTERVAL)
     scheme = "https" if config.server.tls_enabled else "http"
     log.info("svc agent %s (id %s) listening on %s://%s:%d; logs in %s", info.version, info.agent_id, scheme,
              config.server.bind_address, config.server.port, log_file)
