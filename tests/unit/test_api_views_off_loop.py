@@ -9,12 +9,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import svc.api.answer_parts
 import svc.api.command_views
 import svc.api.routes
 
 ROUTES = Path(svc.api.routes.__file__).parent
 # The view functions that walk a command's updates.
-VIEWS = {"stored_view", "command_view", "summary_view", "plan_view", "submit_response", "update_view"}
+VIEWS = {"stored_view", "command_view", "summary_view", "plan_view", "submit_response", "update_view",
+         "update_summary", "change_view", "status_parts", "submit_parts"}
 
 
 def _calls_on_the_loop(function: ast.AsyncFunctionDef) -> list[str]:
@@ -45,7 +47,7 @@ def test_the_check_tells_the_loop_from_a_worker_thread() -> None:
 
 
 def test_the_view_functions_named_exist() -> None:
-    assert VIEWS <= set(vars(svc.api.command_views))
+    assert VIEWS <= set(vars(svc.api.command_views)) | set(vars(svc.api.answer_parts))
 
 
 def test_no_route_renders_a_command_view_on_the_event_loop() -> None:

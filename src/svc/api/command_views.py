@@ -19,7 +19,7 @@ from svc.model.states import UpdateState
 Json = dict[str, Any]
 
 
-def _change_view(change: ResourceChange, state: str, **extra: Any) -> wire.ResourceUpdateView:
+def change_view(change: ResourceChange, state: str, **extra: Any) -> wire.ResourceUpdateView:
     """The view of a change whose secrets are hashed already (``command_records.shown_change``, or as stored)."""
     desired = change.desired
     return wire.ResourceUpdateView(
@@ -40,7 +40,7 @@ def update_view(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
     if record.start_ts is not None and data.finished_at:
         duration = int((datetime.fromisoformat(data.finished_at) - record.start_ts).total_seconds() * 1000)
     native_id = change.native_id or (data.attempt or {}).get("native_id") or None
-    view = _change_view(change, record.state, StartedAt=record.start_ts, Duration=duration,
+    view = change_view(change, record.state, StartedAt=record.start_ts, Duration=duration,
                         CurrentAttempt=data.current_attempt, MaxAttempts=data.max_attempts,
                         ErrorMessage=data.message if failed and data.message else None)
     view.NativeId = native_id
@@ -69,12 +69,12 @@ def summary_view(command: CommandRecord, updates: Iterable[ResourceUpdateRecord]
     resource, its operation and state, the error of a failure), from records read without their documents
     (``get_resource_update_summaries``): a poll of a 10,000-update command cost a second of the agent's CPU."""
     view = command_view(command, ())
-    view.ResourceUpdates = [_update_summary(u) for u in sorted(updates, key=lambda u: (
+    view.ResourceUpdates = [update_summary(u) for u in sorted(updates, key=lambda u: (
         u.stack_label, u.resource_type, u.resource_label, u.operation))]
     return view
 
 
-def _update_summary(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
+def update_summary(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
     failed = record.state in (UpdateState.FAILED, UpdateState.REJECTED)
     return wire.ResourceUpdateView(
         ResourceId=record.ksuid, ResourceType=record.resource_type, ResourceLabel=record.resource_label,
@@ -102,7 +102,7 @@ def plan_view(command_id: str, changeset: Changeset, shown: Sequence[ResourceCha
     """The plan of ``changeset``, whose resource changes are given as ``shown`` (``command_records.shown_change``)."""
     return wire.CommandView(
         CommandId=command_id, Command=changeset.command, Mode=changeset.mode, Source="user", State="NotStarted",
-        ResourceUpdates=[_change_view(c, "NotStarted") for c in shown],
+        ResourceUpdates=[change_view(c, "NotStarted") for c in shown],
         TargetUpdates=[_target_view(t.to_json(), "NotStarted") for t in changeset.targets] or None,
         StackUpdates=[wire.StackUpdateView(StackLabel=s.label, Operation=s.operation, State="NotStarted",
                                            Description=s.description) for s in changeset.stacks] or None,
@@ -116,15 +116,16 @@ def stored_view(stored: StoredCommand) -> wire.CommandView:
     return command_view(stored.record, stored.updates)
 
 
-def submit_response(submission: Submission, caller: Caller) -> wire.SubmitCommandResponse:
-    """An apply's or destroy's answer: the plan as a command view, or that nothing needs to change."""
+def submit_response(submission: Submission, caller: Caller, *, with_updates: bool = True) -> wire.SubmitCommandResponse:
+    """An apply's or destroy's answer: the plan as a command view, or that nothing needs to change. Without
+    ``with_updates`` the plan lists no resource update (``answer_parts`` renders them one by one)."""
     changeset = submission.changeset
     fingerprint = dict(submission.fingerprint) if submission.fingerprint is not None else None
     if not changeset.has_changes:
         return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
             ChangesRequired=False, BaselineStacks=changeset.absorbed or None, Fingerprint=fingerprint),
             SealedForma=submission.sealed_forma)
-    shown = submission.shown or tuple(shown_change(change) for change in changeset.resources)
+    shown = (submission.shown or tuple(shown_change(change) for change in changeset.resources)) if with_updates else ()
     view = plan_view(submission.command_id, changeset, shown, client_id=caller.client_id)
     return wire.SubmitCommandResponse(CommandId=submission.command_id, Simulation=wire.SimulationView(
         ChangesRequired=True, Command=view, Warnings=changeset.warnings or None, Fingerprint=fingerprint),

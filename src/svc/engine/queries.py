@@ -6,13 +6,15 @@ stored (``StoredCommand``); the API renders it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, parse_query
 from svc.engine.service import Caller, StoredCommand
-from svc.model.records import CommandRecord, ResourceUpdateRecord, every_item
+from svc.model.records import CommandRecord, ResourceUpdateRecord, each_item, every_item
 
 PAGE = 1000
 
@@ -20,6 +22,25 @@ PAGE = 1000
 def updates_of(store: Datastore, command_id: str) -> list[ResourceUpdateRecord]:
     """Every resource update of the command, with its document."""
     return every_item(lambda c: store.get_resource_updates(command_id, cursor=c, limit=PAGE))
+
+
+@dataclass(frozen=True)
+class StoredUpdates:
+    """A command's updates (with their documents, or ``summary``: without, as
+    ``Datastore.get_resource_update_summaries`` reads them), read a page at a time whenever they are iterated. A
+    100,000-update command's status is rendered page by page: its records, held all at once with their views,
+    made most of the agent's peak memory."""
+
+    store: Datastore
+    command_id: str
+    summary: bool = False
+    modified_since: datetime | None = None
+
+    def __iter__(self) -> Iterator[ResourceUpdateRecord]:
+        if self.summary:
+            return each_item(lambda c: self.store.get_resource_update_summaries(
+                self.command_id, modified_since=self.modified_since, cursor=c, limit=PAGE))
+        return each_item(lambda c: self.store.get_resource_updates(self.command_id, cursor=c, limit=PAGE))
 
 
 def incomplete_commands(store: Datastore) -> list[CommandRecord]:
@@ -34,11 +55,7 @@ def read_command(store: Datastore, command_id: str, *, summary: bool = False,
     command = store.get_command(command_id)
     if command is None:
         return None
-    if summary:
-        summaries = every_item(lambda c: store.get_resource_update_summaries(
-            command_id, modified_since=updated_since, cursor=c, limit=PAGE))
-        return StoredCommand(command, tuple(summaries), summary=True)
-    return StoredCommand(command, tuple(updates_of(store, command_id)))
+    return StoredCommand(command, StoredUpdates(store, command_id, summary, updated_since), summary=summary)
 
 
 def list_commands(store: Datastore, query: str, caller: Caller, *, scope: Literal["client", "agent"],
@@ -52,4 +69,4 @@ def list_commands(store: Datastore, query: str, caller: Caller, *, scope: Litera
                                     limit=1).items
     else:
         found = store.list_commands(limit=max_results).items
-    return [StoredCommand(command, tuple(updates_of(store, command.id))) for command in found]
+    return [StoredCommand(command, StoredUpdates(store, command.id)) for command in found]

@@ -9,7 +9,7 @@ reaches past this protocol. Refusals are ``svc.engine.errors.EngineError``; a lo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -77,10 +77,11 @@ class Submission:
 @dataclass(frozen=True)
 class StoredCommand:
     """A command as stored, with its resource updates; ``summary``: the updates were read without their
-    documents (``Datastore.get_resource_update_summaries``)."""
+    documents (``Datastore.get_resource_update_summaries``). ``updates`` may be read as they are iterated
+    (``queries.StoredUpdates``): iterate them on a worker thread."""
 
     record: CommandRecord
-    updates: tuple[ResourceUpdateRecord, ...]
+    updates: Iterable[ResourceUpdateRecord]
     summary: bool = False
 
 

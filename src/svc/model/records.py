@@ -6,7 +6,7 @@ stores them as given and never interprets them beyond equality.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -33,14 +33,18 @@ class Page(Generic[T]):
 
 def every_item(fetch: Callable[[str | None], Page[T]]) -> list[T]:
     """Every item of a paged list: ``fetch(cursor)`` returns one page; the first cursor is None."""
-    items: list[T] = []
+    return list(each_item(fetch))
+
+
+def each_item(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
+    """``every_item``, a page read at a time as the items are consumed."""
     cursor: str | None = None
     while True:
         page = fetch(cursor)
-        items.extend(page.items)
+        yield from page.items
         cursor = page.next_cursor
         if cursor is None:
-            return items
+            return
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,13 +8,13 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from svc.api import deps
-from svc.api.command_views import cancel_response, stored_view, submit_response
+from svc.api.answer_parts import status_parts, streamed, submit_parts
+from svc.api.command_views import cancel_response
 from svc.api.problems import bad_request, not_found
 from svc.api.responses import JSONResponse
 from svc.api.submission import read_submission
 from svc.datastore import COMMAND_FIELDS, parse_query
-from svc.engine.service import ApplyRequest, StoredCommand
-from svc.model import wire
+from svc.engine.service import ApplyRequest
 
 router = APIRouter()
 
@@ -54,7 +54,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
                      "file=forma.json). 202 when it started, 200 for a simulation or when nothing needs to change "
                      "(CommandId is then empty, unless a reconcile that changes nothing was stored as its stacks' "
                      "new baseline).")
-async def submit_command(request: Request) -> JSONResponse:
+async def submit_command(request: Request) -> Response:
     caller = deps.caller(request)
     submission = await read_submission(request)
     service = deps.service(request)
@@ -62,12 +62,11 @@ async def submit_command(request: Request) -> JSONResponse:
         submitted = await service.apply(submission, caller)
     else:
         submitted = await service.destroy(submission, caller)
-    document = await deps.in_thread(lambda: submit_response(submitted, caller).to_json())
+    parts = await deps.in_thread(submit_parts, submitted, caller)
     started = submitted.changes_required and not submission.simulate
     if not started:
-        return JSONResponse(document, status_code=200)
-    return JSONResponse(document, status_code=202,
-                        headers={"Location": f"/api/v1/commands/{submitted.command_id}/status"})
+        return streamed(parts)
+    return streamed(parts, status_code=202, headers={"Location": f"/api/v1/commands/{submitted.command_id}/status"})
 
 
 @router.get("/commands/{command_id}/status",
@@ -89,15 +88,11 @@ async def command_status(request: Request, command_id: str, summary: str = "", u
                                     updated_since=since)
     if command is None:
         raise not_found(f"command not found: {command_id}")
-    return JSONResponse(await deps.in_thread(_status_document, [command]),
-                        headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
-
-
-def _status_document(commands: list[StoredCommand]) -> dict[str, Any]:
-    """The commands' views as the JSON answer. Rendered on a worker thread, as the reads are: a command's view
-    holds each of its updates (tens of milliseconds for a few hundred), and the event loop meanwhile runs the
-    commands, one of which the caller is following (on the loop, following an apply slowed it down)."""
-    return wire.ListCommandStatusResponse(Commands=[stored_view(each) for each in commands]).to_json()
+    # Rendered on a worker thread, as the reads are: a command's view holds each of its updates (tens of
+    # milliseconds for a few hundred), and the event loop meanwhile runs the commands, one of which the caller is
+    # following (on the loop, following an apply slowed it down).
+    return streamed(await deps.in_thread(status_parts, [command]),
+                           headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
 
 
 def _wait(text: str) -> float:
@@ -122,7 +117,7 @@ def _time(text: str) -> datetime:
             summary="Commands, newest first: the query's matches, else the caller's latest (scope=client) or "
                     "everyone's (scope=agent). 404 when there are none.")
 async def list_commands(request: Request, query: str = "", scope: str = "client",
-                        max_results: str | None = None) -> dict[str, Any]:
+                        max_results: str | None = None) -> Response:
     caller = deps.caller(request)
     if scope not in ("client", "agent"):
         raise bad_request(f"scope must be client or agent, not {scope!r}")
@@ -133,7 +128,7 @@ async def list_commands(request: Request, query: str = "", scope: str = "client"
                                                     max_results=limit)
     if not commands:
         raise not_found("no commands match")
-    return await deps.in_thread(_status_document, commands)
+    return streamed(await deps.in_thread(status_parts, commands))
 
 
 @router.post("/commands/cancel", status_code=202,
