@@ -78,6 +78,7 @@ def _change_values(record: ResourceUpdateRecord) -> dict[str, Any]:
 
 
 _UPDATE_COLUMNS = tuple(column.key for column in u.c)
+_PUT_SLICE = 2000  # resource updates stored per executemany by ``put_command``
 _CHANGE_COLUMNS = tuple(column.key for column in rc.c)
 
 
@@ -111,9 +112,6 @@ class CommandStore(SqlBase):
         whether the command row was written. ``stacks``: stacks the command covers beyond its updates' (a
         reconcile's), matched by ``stack:`` queries like its updates' stacks."""
         command_row = _command_values(command)
-        update_rows = [_update_values(update) for update in updates]
-        # Updates written by others than the engine (tests, tools) may carry no change: no row for them.
-        change_rows = [_change_values(update) for update in updates if update.change or update.desired_sealed]
         with self.write() as conn:
             statement = self.insert(c).values(**command_row)
             statement = statement.on_conflict_do_update(
@@ -121,10 +119,16 @@ class CommandStore(SqlBase):
                 set_={name: statement.excluded[name] for name in command_row if name != "id"},
                 where=c.c.state.not_in(TERMINAL_COMMAND_STATES))
             written = conn.execute(statement.returning(c.c.id)).first() is not None
-            # One executemany: each driver batches it within its own limits (psycopg pipelines it, the Data API
-            # driver splits BatchExecuteStatement calls under the request cap).
-            _UPSERT_UPDATES.execute(conn, update_rows)
-            _INSERT_CHANGES.execute(conn, change_rows)
+            # An executemany per slice of updates (each driver batches it within its own limits: psycopg pipelines
+            # it, the Data API driver splits BatchExecuteStatement calls under the request cap), its rows built
+            # for it: built for a 100,000-resource command at once, the rows, their bound parameters and their
+            # JSON were a peak of the agent's memory.
+            for start in range(0, len(updates), _PUT_SLICE):
+                part = updates[start:start + _PUT_SLICE]
+                _UPSERT_UPDATES.execute(conn, [_update_values(update) for update in part])
+                # Updates written by others than the engine (tests, tools) may carry no change: no row for them.
+                _INSERT_CHANGES.execute(conn, [_change_values(update) for update in part
+                                               if update.change or update.desired_sealed])
             if stacks:
                 covered = self.insert(cs).on_conflict_do_nothing(index_elements=[cs.c.command_id, cs.c.stack_label])
                 conn.execute(covered, [{"command_id": command.id, "stack_label": s} for s in sorted(set(stacks))])
