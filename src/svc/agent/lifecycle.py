@@ -18,6 +18,7 @@ from types import FrameType
 import uvicorn
 
 from svc import __version__
+from svc.agent.allocator import limit_arenas
 from svc.agent.collector import tune_collector
 from svc.agent.errors import AgentError
 from svc.agent.logs import configure_logging
@@ -166,6 +167,7 @@ def _leadership(config: AgentConfig, datastore: Datastore, engine: SvcEngine, ag
 
 def start_agent(config_path: Path) -> None:
     """Runs the agent in the foreground until SIGINT or SIGTERM."""
+    limit_arenas()  # before any thread starts
     config = load_config(config_path).agent
     check_agent_config(config)
     pid_path = pid_file()
