@@ -17,7 +17,7 @@ from svc.datastore.interface import Datastore
 from svc.datastore.query import DESTROY_FIELDS, parse_query
 from svc.engine import drift
 from svc.engine.background import PeriodicJob
-from svc.engine.command_records import UpdateData, command_record, shown_change, update_record
+from svc.engine.command_records import UpdateData, UpdateRecords, command_record, shown_change
 from svc.engine.errors import ConflictingCommands, InvalidForma, NotLeading, PlanChanged, TargetReaped
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
@@ -120,8 +120,7 @@ class Admission:
             if simulate:
                 return Submission(command_id, changeset, shown, fingerprint=planned)
             await self._refuse_conflicts(changeset)
-            records = [update_record(command_id, change, each, self.sealer)
-                       for change, each in zip(changeset.resources, shown, strict=True)]
+            records = UpdateRecords(command_id, changeset.resources, shown, self.sealer)
             # Stored as InProgress: it starts as soon as it is stored, and a separate write of that state would
             # stand between storing the command and its first plugin call.
             command = self._record(command_id, changeset, request.force, caller, description,
@@ -201,7 +200,7 @@ class Admission:
         self.store.put_command(replace(command, state=CommandState.SUCCESS, end_ts=command.start_ts),
                                stacks=changeset.reconciled)
 
-    def _store_command(self, command: CommandRecord, records: list[ResourceUpdateRecord],
+    def _store_command(self, command: CommandRecord, records: Sequence[ResourceUpdateRecord],
                        changeset: Changeset) -> None:
         # Stacks and targets first (outside the DAG, as the reference does): resources name them.
         for stack in changeset.stacks:

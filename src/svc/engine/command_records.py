@@ -8,9 +8,10 @@ each change stands. A state transition writes only ``data``, never the change ag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from svc.engine.planner.changeset import Changeset, ResourceChange
 from svc.engine.sealing import Sealer
@@ -77,6 +78,33 @@ def update_record(command_id: str, change: ResourceChange, shown: ResourceChange
         group_id=change.group_id, is_cascade=change.is_cascade, cascade_source=change.cascade_source,
         data=UpdateData().to_json(), change=shown.to_json(),
         desired_sealed=sealer.seal(change.desired) if shown is not change else None)
+
+
+class UpdateRecords(Sequence[ResourceUpdateRecord]):
+    """A new command's update records (``update_record`` of each change as ``shown``), each made when it is asked
+    for: ``Datastore.put_command`` stores a slice at a time, so storing a 100,000-resource command never holds
+    them all (they were a tenth of the agent's peak memory)."""
+
+    def __init__(self, command_id: str, changes: Sequence[ResourceChange], shown: Sequence[ResourceChange],
+                 sealer: Sealer) -> None:
+        if len(changes) != len(shown):
+            raise ValueError("a shown change per change")
+        self.command_id, self.changes, self.shown, self.sealer = command_id, changes, shown, sealer
+
+    def __len__(self) -> int:
+        return len(self.changes)
+
+    @overload
+    def __getitem__(self, index: int) -> ResourceUpdateRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ResourceUpdateRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> ResourceUpdateRecord | list[ResourceUpdateRecord]:
+        if isinstance(index, slice):
+            return [update_record(self.command_id, change, shown, self.sealer)
+                    for change, shown in zip(self.changes[index], self.shown[index], strict=True)]
+        return update_record(self.command_id, self.changes[index], self.shown[index], self.sealer)
 
 
 def stored_change(record: ResourceUpdateRecord) -> ResourceChange:
