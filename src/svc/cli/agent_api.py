@@ -7,6 +7,8 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
 from svc.cli.agent_errors import raise_for
 from svc.cli.answers import Shape, decode, decode_list
 from svc.cli.client import AgentClient
@@ -19,6 +21,8 @@ from svc.model.wire import (
     SubmitCommandResponse,
 )
 
+SUBMISSION_BYTES_PER_SECOND = 100_000
+
 
 def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, Any] | None = None,
            simulate: bool = False, **fields: str | bool | None) -> SubmitCommandResponse:
@@ -29,13 +33,18 @@ def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, A
         if value is not None and value != "":
             data[name.replace("_", "-")] = _bool(value) if isinstance(value, bool) else value
     files = None
+    timeout: dict[str, Any] = {}
     if forma is not None:
-        files = {"file": ("forma.json", json.dumps(forma, separators=(",", ":")).encode(), "application/json")}
+        body = json.dumps(forma, separators=(",", ":")).encode()
+        files = {"file": ("forma.json", body, "application/json")}
+        # The agent answers once it has planned the forma, which takes longer the larger it is: a 100,000-resource
+        # forma (27 MB) took over 30 s on a loaded machine. A second for every 100 kB, on top of the usual 30 s.
+        timeout = {"timeout": httpx.Timeout(30.0 + len(body) / SUBMISSION_BYTES_PER_SECOND, connect=5.0)}
     else:
         # multipart even without a file: the endpoint takes only multipart/form-data
         files = {"command": (None, command.encode())}
         data.pop("command")
-    response = client.request("POST", "/commands", data=data, files=files)
+    response = client.request("POST", "/commands", data=data, files=files, **timeout)
     raise_for(response, action)
     return decode(SubmitCommandResponse, response.content, "POST /commands")
 
