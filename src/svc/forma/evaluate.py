@@ -13,7 +13,6 @@ from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.errors import FormaError, from_pkl_error
 from svc.forma.evaluation_cache import EvaluationCache, cache_enabled
 from svc.model.forma import Forma, Property
-from svc.model.schema import Schema
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
 from svc.pkl.ext import ext_readers
 from svc.pkl.packages import PackageEnvironment
@@ -106,29 +105,10 @@ def _with_kept_descriptors(document: dict[str, Any], descriptors: DescriptorCach
 
 
 def _validated(path: Path, document: dict[str, Any]) -> Forma:
-    """The forma ``document`` renders, each resource with its class's descriptor (``SchemaIndex`` into
-    ``Schemas``): each descriptor is validated once, and the resources of a class share the one (frozen)
-    ``Schema``, which pydantic takes as it is. ``document`` is left as it was."""
+    """The forma ``document`` renders. It lists each class's descriptor once (``Schemas``) and has each resource
+    name its own (``SchemaIndex``), the shape ``Forma`` reads with each descriptor validated once and shared.
+    ``document`` is left as it was."""
     try:
-        schemas = [Schema.model_validate(schema) for schema in document.get("Schemas") or ()]
-        resources = document["Resources"]
-        if isinstance(resources, list):
-            resources = [_with_schema(resource, schemas) for resource in resources]
-        rest = {key: value for key, value in document.items() if key not in _INDEXING}
-        return Forma.model_validate({**rest, "Resources": resources})
-    except (ValidationError, KeyError) as exc:  # Pkl rendered the forma; a mismatch here is svc's own bug
+        return Forma.model_validate(document)
+    except ValidationError as exc:  # Pkl rendered the forma; a mismatch here is svc's own bug
         raise FormaError(f"{path}: the evaluated forma does not have the expected shape: {exc}") from exc
-
-
-_INDEXING = ("SchemaKeys", "Schemas", "Resources")
-
-
-def _with_schema(resource: Any, schemas: list[Schema]) -> Any:
-    if not isinstance(resource, dict):
-        return resource
-    index = resource.get("SchemaIndex")
-    if not isinstance(index, int) or not 0 <= index < len(schemas):
-        return resource
-    shown = {key: value for key, value in resource.items() if key != "SchemaIndex"}
-    shown["Schema"] = schemas[index]
-    return shown

@@ -51,6 +51,7 @@ class EvaluationCache:
     def __init__(self, forma: Path, properties: Mapping[str, str], directory: Path | None = None) -> None:
         self.forma = forma.resolve()
         self._properties = dict(sorted(properties.items()))
+        self._project_file = find_project_file(self.forma.parent)
         key = json.dumps([str(self.forma), self._properties], separators=(",", ":"))
         self.path = (directory or cache_home() / "formas") / f"{_digest(key.encode())[:32]}.json"
 
@@ -74,9 +75,8 @@ class EvaluationCache:
         files = ModuleFiles(packages_of(project), strict=True).closure(self.forma)
         if files is None or _holds_a_secret(forma):
             return
-        project_file = find_project_file(self.forma.parent)
-        if project_file is not None:
-            files += [project_file, project_file.with_name("PklProject.deps.json")]
+        if self._project_file is not None:
+            files += [self._project_file, self._project_file.with_name("PklProject.deps.json")]
         try:
             entry = {"Format": _FORMAT, "Inputs": self._inputs(),
                      "Files": {str(file): _file_digest(file) for file in files}, "Document": document}
@@ -90,10 +90,10 @@ class EvaluationCache:
     def _inputs(self) -> list[Any]:
         """What the result depends on besides the files: the properties, svc, the Pkl binary, where the project
         file is (one added above the forma changes the packages it sees)."""
-        pkl = find_pkl().stat()
-        project_file = find_project_file(self.forma.parent)
-        return [self._properties, __version__, [str(find_pkl()), pkl.st_size, pkl.st_mtime_ns],
-                None if project_file is None else str(project_file)]
+        pkl = find_pkl()
+        binary = pkl.stat()
+        return [self._properties, __version__, [str(pkl), binary.st_size, binary.st_mtime_ns],
+                None if self._project_file is None else str(self._project_file)]
 
 
 def _digest(data: bytes) -> str:
