@@ -18,12 +18,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from svc.api.problems import HttpProblem, bad_request
 from svc.datastore import DESTROY_FIELDS, InvalidQueryError, parse_query
 from svc.engine.service import ApplyRequest, DestroyRequest
-from svc.model.forma import Forma
+from svc.model.forma import LISTED_SCHEMAS, Forma
 
 FORM_FIELDS = ("command", "mode", "simulate", "force", "query", "on-dependents", "file", "expected-plan",
                "seal-secrets")
 FORMA_KEYS = ("Description", "Properties", "Stacks", "Targets", "Policies", "Resources")
-_LISTED_SCHEMAS = "Schemas"  # the CLI's form: each descriptor once, named by SchemaIndex (Forma.to_wire)
 MAX_FORMA_BYTES = 256 * 1024 * 1024  # a 10,000-resource forma is tens of MiB; this only stops abuse
 _TRUE = frozenset({"true", "1", "t", "yes"})
 _FALSE = frozenset({"false", "0", "f", "no", ""})
@@ -172,7 +171,7 @@ def parse_forma(content: bytes) -> Forma:
     if not isinstance(document, dict):
         raise bad_request(f"the file forma.json must hold a JSON object with {', '.join(FORMA_KEYS)}, "
                           f"not {_json_type(document)}")
-    unknown = sorted(set(document) - {*FORMA_KEYS, _LISTED_SCHEMAS})
+    unknown = sorted(set(document) - {*FORMA_KEYS, LISTED_SCHEMAS})  # the CLI sends the latter (Forma.to_wire)
     if unknown:
         raise bad_request(f"the file forma.json has unknown top-level field(s) {', '.join(unknown)}; "
                           f"a forma has {', '.join(FORMA_KEYS)}")

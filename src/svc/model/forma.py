@@ -89,6 +89,11 @@ class Resource(WireModel):
         return self.schema_.hints.get(key)
 
 
+# The key of the forma JSON's list of descriptors in the shape ``Forma.to_wire`` renders (and ``@svc/forma.pkl``):
+# each descriptor once, each resource naming its own by its place there (``SchemaIndex``).
+LISTED_SCHEMAS = "Schemas"
+
+
 class Forma(WireModel):
     description: Description = Field(default_factory=Description)
     properties: dict[str, Property] = Field(default_factory=dict)
@@ -110,7 +115,7 @@ class Forma(WireModel):
         resources = data.get(key)
         if not isinstance(resources, (list, tuple)):
             return data
-        listed = data.get("Schemas")
+        listed = data.get(LISTED_SCHEMAS)
         if isinstance(listed, list):
             return {**data, key: _indexed_schemas(resources, listed)}
         schemas: dict[str, Schema] = {}
@@ -149,7 +154,7 @@ class Forma(WireModel):
                 place = places[id(resource.schema_)] = len(schemas)
                 schemas.append(resource.schema_.to_json())
             rendered["SchemaIndex"] = place
-        document["Schemas"] = schemas
+        document[LISTED_SCHEMAS] = schemas
         return document
 
     def _rendered(self, document: dict[str, Any]) -> dict[str, Any]:

@@ -91,8 +91,7 @@ async def command_status(request: Request, command_id: str, summary: str = "", u
     # Rendered on a worker thread, as the reads are: a command's view holds each of its updates (tens of
     # milliseconds for a few hundred), and the event loop meanwhile runs the commands, one of which the caller is
     # following (on the loop, following an apply slowed it down).
-    return streamed(await deps.in_thread(status_parts, [command]),
-                           headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
+    return streamed(await deps.in_thread(status_parts, [command]), headers={UPDATES_AS_OF_HEADER: as_of.isoformat()})
 
 
 def _wait(text: str) -> float:
