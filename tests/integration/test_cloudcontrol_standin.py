@@ -280,16 +280,22 @@ def test_injected_throttling_surfaces_as_botocores_throttling_exception(cloudcon
     assert cloudcontrol.state()["calls"]["ListResources"] == 6
 
 
-def test_a_throttling_rate_throttles_about_that_share_of_calls(cloudcontrol: StandIn):
-    client = cloudcontrol.client()
-    cloudcontrol.throttle(rate=0.5)
+def list_outcomes(client: Any, calls: int) -> list[str]:
+    """``calls`` ListResources calls in a row: "ok" or the error code of each."""
     outcomes = []
-    for _ in range(40):
+    for _ in range(calls):
         try:
             client.list_resources(TypeName=ROLE)
             outcomes.append("ok")
         except ClientError as error:
             outcomes.append(error.response["Error"]["Code"])
+    return outcomes
+
+
+def test_a_throttling_rate_throttles_about_that_share_of_calls(cloudcontrol: StandIn):
+    client = cloudcontrol.client()
+    cloudcontrol.throttle(rate=0.5)
+    outcomes = list_outcomes(client, 40)
     assert set(outcomes) == {"ok", "ThrottlingException"}
     assert 8 <= outcomes.count("ThrottlingException") <= 32
 
@@ -299,13 +305,7 @@ def test_a_per_second_limit_throttles_each_operation_past_its_own_bucket(cloudco
     # One token, refilled every 10 s: of a burst, the first call passes and the rest are throttled, while
     # another operation draws from a bucket of its own (AWS meters each API action apart).
     cloudcontrol.throttle(per_second=0.1, operations=["ListResources", "GetResource"])
-    outcomes = []
-    for _ in range(4):
-        try:
-            client.list_resources(TypeName=ROLE)
-            outcomes.append("ok")
-        except ClientError as error:
-            outcomes.append(error.response["Error"]["Code"])
+    outcomes = list_outcomes(client, 4)
     with pytest.raises(ClientError) as missing:
         client.get_resource(TypeName=ROLE, Identifier="nobody")
     assert error_code(missing) == "ResourceNotFoundException"  # its first call: through, and answered
