@@ -96,3 +96,28 @@ def test_the_command_modules_are_imported_with_the_collector_off() -> None:
     enabled, least_frozen = result.stderr.split("state")[-1].split()
     assert enabled == "True"  # back on for the command's own work
     assert int(least_frozen) > 10_000  # no collection ran before the imports were frozen
+
+
+def test_pydantic_looks_for_no_plugins_in_a_command() -> None:
+    """Pydantic's plugin scan (every installed distribution's entry points, on the first validation) is 10 to
+    15 ms of a short command's CPU: ``run`` turns it off unless the user set ``PYDANTIC_DISABLE_PLUGINS``."""
+    probe = ("import atexit, sys\n"
+             "import importlib.metadata as metadata\n"
+             "scans = []\n"
+             "real = metadata.entry_points\n"
+             "metadata.entry_points = lambda **kw: scans.append(kw) or real(**kw)\n"
+             "def report():\n"
+             "    from pydantic import BaseModel\n"
+             "    class Probe(BaseModel):\n"
+             "        x: int\n"
+             "    Probe.model_validate({'x': 1})\n"
+             "    print('scans', [s for s in scans if s.get('group') == 'pydantic'], file=sys.stderr)\n"
+             "atexit.register(report)\n"
+             "from svc.cli.main import run\n"
+             "sys.argv = ['svc', '--version']\n"
+             "run()\n")
+    for env, scanned in ((ENV, "[]"), ({**ENV, "PYDANTIC_DISABLE_PLUGINS": "some-plugin"}, "[{'group': 'pydantic'}]")):
+        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stderr.split("scans")[-1].strip() == scanned
