@@ -8,9 +8,10 @@ nothing else around it (no agent, no datastore), and the plugin process's CPU is
   cloud answering each after 20 ms; the wall time over the in-flight bound (⌈400 / 64⌉ × 20 ms = 0.140 s) and the
   plugin's CPU per call. Then ``--calls`` creates at zero latency, for the CPU per call alone.
 
-``--compare OTHER_CHECKOUT`` runs the other checkout's plugin process (its ``.venv/bin/python -m svc.plugins.serve``)
-in turn with this one's, round after round, and prints the medians of each and their ratio (this ÷ other): the
-paired A/B of a change to the plugin side.
+``--compare OTHER_CHECKOUT`` runs the other checkout's plugin process (its ``.venv/bin/python -m svc.plugins.serve``,
+or this one's Python with the other's sources first on ``PYTHONPATH`` when it has no ``.venv``) in turn with this
+one's, round after round, and prints the medians of each and their ratio (this ÷ other): the paired A/B of a
+change to the plugin side.
 
     .venv/bin/python bench/plugin_calls.py                       # both plugins, this checkout, 5 rounds
     .venv/bin/python bench/plugin_calls.py --compare ../base --rounds 8 --plugins local
@@ -42,6 +43,7 @@ from svc.plugins.sdk import Status  # noqa: E402
 
 FILE = "LOCAL::FS::File"
 ITEM = "FAKE::Test::Item"
+PACKAGES = ("src", "plugins/local", "plugins/fake")  # where a checkout's svc and plugin packages are
 FLOOR = {"size": 400, "depth": 4, "slots": 64, "latency": 0.02}
 
 
@@ -78,10 +80,13 @@ class Plugin:
     """One hosted plugin process of a checkout, with its pid for the CPU readings."""
 
     def __init__(self, checkout: Path, namespace: str, state: Path, in_flight: int) -> None:
+        env = {"SVC_PLUGIN_STATE_DIR": str(state)}
         python = checkout / ".venv" / "bin" / "python"
+        if not python.exists():  # a checkout without its own environment runs on this one's, its sources first
+            python = ROOT / ".venv" / "bin" / "python"
+            env["PYTHONPATH"] = os.pathsep.join(str(checkout / part) for part in PACKAGES)
         self.host = HostedPlugin(namespace, plugin_config={"maxInFlight": in_flight},
-                                 argv=[str(python), "-m", "svc.plugins.serve", namespace],
-                                 env={"SVC_PLUGIN_STATE_DIR": str(state)})
+                                 argv=[str(python), "-m", "svc.plugins.serve", namespace], env=env)
 
     async def __aenter__(self) -> Plugin:
         await self.host.start()

@@ -36,13 +36,16 @@ def format_mode(mode: int) -> str:
 
 def make_parents(root: Path, path: Path) -> None:
     """Creates the missing directories between the root and ``path`` (the root too)."""
+    if os.path.isdir(path.parent):  # most files go where others already went: one stat
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.parent.is_dir():
         raise PluginError(ErrorCode.INVALID_REQUEST, f"{path.parent} is not a directory")
 
 
-def write_file(path: Path, content: str, mode: int | None) -> None:
-    """Replaces the file's content in one step: a reader (or a crash) sees the old file or the new one."""
+def write_file(path: Path, content: str, mode: int | None) -> int:
+    """Replaces the file's content in one step: a reader (or a crash) sees the old file or the new one. Returns
+    the mode the file has now (``mode``, else the old file's, else the default)."""
     if mode is None:
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
@@ -50,14 +53,23 @@ def write_file(path: Path, content: str, mode: int | None) -> None:
             mode = DEFAULT_FILE_MODE
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".svc-tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as file:
-            file.write(content)
-        os.chmod(temporary, mode)
+        try:
+            data = memoryview(content.encode("utf-8"))
+            while data:  # a file object would cost more than the write for a short content
+                data = data[os.write(handle, data):]
+            os.fchmod(handle, mode)
+        finally:
+            os.close(handle)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    return mode
+
+
+def file_properties(native_id: str, content: str, mode: int) -> Json:
+    return {"Path": native_id, "Content": content, "Mode": format_mode(mode)}
 
 
 def read_file(native_id: str, path: Path) -> Json | None:
@@ -70,7 +82,7 @@ def read_file(native_id: str, path: Path) -> Json | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     # Text is the contract; bytes that are not UTF-8 show as U+FFFD rather than failing the read.
-    return {"Path": native_id, "Content": data.decode("utf-8", errors="replace"), "Mode": format_mode(info.st_mode)}
+    return file_properties(native_id, data.decode("utf-8", errors="replace"), info.st_mode)
 
 
 def read_directory(native_id: str, path: Path) -> Json | None:

@@ -94,21 +94,25 @@ class Plugin:
 
         def act(resuming: bool) -> Progress:
             path = place.path
-            exists = path.exists() or path.is_symlink()
+            exists = os.path.lexists(path)
             if kind == FILE:
                 # A pending entry for this token means our own earlier attempt made the file: finish it.
                 if exists and not resuming:
                     raise PluginError(ErrorCode.ALREADY_EXISTS, f"{place.native_id} already exists under {root}; "
                                                                 "delete it or choose another path")
                 files.make_parents(root, path)
-                files.write_file(path, content or "", mode)
-            else:
-                if exists and not path.is_dir():
-                    raise PluginError(ErrorCode.ALREADY_EXISTS, f"{place.native_id} exists under {root} and is "
-                                                                "not a directory")
-                path.mkdir(parents=True, exist_ok=True)  # an existing directory is taken over
-                if mode is not None:
-                    os.chmod(path, mode)
+                text = content or ""
+                written = files.write_file(path, text, mode if mode is not None or exists else files.DEFAULT_FILE_MODE)
+                # What was just written, as a read would show it (the text as given, the mode as set), without
+                # reading it back.
+                return Progress(Status.SUCCESS, native_id=place.native_id,
+                                properties=files.file_properties(place.native_id, text, written))
+            if exists and not path.is_dir():
+                raise PluginError(ErrorCode.ALREADY_EXISTS, f"{place.native_id} exists under {root} and is not a "
+                                                            "directory")
+            path.mkdir(parents=True, exist_ok=True)  # an existing directory is taken over
+            if mode is not None:
+                os.chmod(path, mode)
             return Progress(Status.SUCCESS, native_id=place.native_id, properties=self._read(kind, place))
 
         return self._mutate(ctx, Operation.CREATE, place.native_id, act)

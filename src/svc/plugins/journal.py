@@ -12,13 +12,12 @@ like the file per token it replaces, it is not synced to the disk on every write
 lose the last entries (never leave a torn one). A file per token made two inodes per call and freed one; on ext4
 every freed inode is one the allocator scans past for minutes ("recently deleted"), and those scans were more
 than half of the LOCAL plugin's CPU per file create (``bench/local_files.py``). Entries written as files by an
-earlier version are still read (and pruned).
+earlier version are still read (and pruned) while any is left; a directory without them costs no lookup.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from svc import jsontext
 from svc.paths import data_dir
 
 STATE_DIR_VARIABLE = "SVC_PLUGIN_STATE_DIR"  # set by the agent's plugin host
@@ -52,6 +52,7 @@ class Journal:
         self._directory: Path | None = None
         self._connection: sqlite3.Connection | None = None
         self._pruned_at = 0.0
+        self._legacy = False  # whether entry files of the earlier layout may be there
 
     @property
     def directory(self) -> Path:
@@ -71,6 +72,7 @@ class Journal:
                 connection.execute("PRAGMA synchronous=NORMAL")
                 connection.execute(_SCHEMA)
                 self._directory, self._connection = directory, connection
+                self._legacy = _has_entry_files(directory)
             return self._connection
 
     def get(self, token: str) -> dict[str, Any] | None:
@@ -79,8 +81,8 @@ class Journal:
         with self._lock:
             row = connection.execute("SELECT entry FROM entries WHERE key = ?", (key,)).fetchone()
         if row is not None:
-            return json.loads(row[0])
-        return _legacy_entry(self.directory / f"{key}.json")
+            return jsontext.loads(row[0])
+        return _legacy_entry(self.directory / f"{key}.json") if self._legacy else None
 
     def begin(self, token: str, op: str, native_id: str) -> None:
         self._write(token, {"state": "pending", "op": op, "nativeId": native_id, "at": time.time()})
@@ -95,7 +97,7 @@ class Journal:
     def _write(self, token: str, entry: dict[str, Any]) -> None:
         connection = self._open()
         now = time.time()
-        row = (_key(token), now, json.dumps(entry))
+        row = (_key(token), now, jsontext.dumps(entry))
         with self._lock:
             # Autocommit: each statement is its own transaction, so an entry is written whole or not at all.
             connection.execute("INSERT OR REPLACE INTO entries (key, at, entry) VALUES (?, ?, ?)", row)
@@ -103,7 +105,9 @@ class Journal:
                 self._pruned_at = now
                 connection.execute("DELETE FROM entries WHERE at < ?", (now - KEEP_SECONDS,))
                 assert self._directory is not None
-                _prune_files(self._directory, now - KEEP_SECONDS)
+                if self._legacy:
+                    _prune_files(self._directory, now - KEEP_SECONDS)
+                    self._legacy = _has_entry_files(self._directory)
 
     def close(self) -> None:
         with self._lock:
@@ -116,10 +120,15 @@ def _key(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:40]
 
 
+def _has_entry_files(directory: Path) -> bool:
+    """Whether the earlier layout left entry files (or temporary files) in ``directory``."""
+    return any(name.endswith((".json", ".tmp")) for name in os.listdir(directory))
+
+
 def _legacy_entry(path: Path) -> dict[str, Any] | None:
     """An entry an earlier version wrote as a file of its own (one JSON object), if there is one."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsontext.loads(path.read_bytes())
     except (FileNotFoundError, ValueError):  # those writes were atomic: a damaged file means "unknown"
         return None
 
