@@ -122,6 +122,34 @@ def test_a_symbolic_link_out_of_the_root_is_refused_for_every_operation(local: L
     assert local.list() == []  # links are not followed when listing
 
 
+def test_a_link_that_stays_under_the_root_is_followed_and_a_deeper_one_that_leaves_it_is_refused(
+        local: Local, tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    (local.root / "real" / "deep").mkdir(parents=True)
+    (local.root / "alias").symlink_to(local.root / "real")
+    (local.root / "real" / "deep" / "door").symlink_to(tmp_path / "outside")
+    assert local.create({"Path": "alias/f", "Content": "in"}).status is Status.SUCCESS
+    assert (local.root / "real" / "f").read_text() == "in"
+    refused = local.create({"Path": "alias/deep/door/f", "Content": "out"})
+    assert refused.error_code is ErrorCode.INVALID_REQUEST and "symbolic link" in refused.message
+    assert local.create({"Path": "real/deep/door/f", "Content": "out"}).error_code is ErrorCode.INVALID_REQUEST
+    assert not (tmp_path / "outside" / "f").exists()
+
+
+def test_a_create_answers_what_a_read_of_the_file_then_shows(local: Local, tmp_path: Path) -> None:
+    # A create answers what it wrote without reading it back: it must be what a read finds.
+    for properties in ({"Path": "plain"}, {"Path": "a/b/moded", "Content": "x\r\n", "Mode": "0604"},
+                       {"Path": "unicode", "Content": "é – 😀\n" * 3}):
+        created = local.create(properties)
+        assert created.status is Status.SUCCESS and created.properties == local.read(properties["Path"]).properties
+    # Resumed after a crash that left the file with a mode of its own: a create without a mode keeps it.
+    Journal("LOCAL", tmp_path / "state" / "journal").begin("tok-r", "Create", "kept")
+    (local.root / "kept").write_text("partial")
+    (local.root / "kept").chmod(0o640)
+    resumed = local.create({"Path": "kept", "Content": "whole"}, token="tok-r")
+    assert resumed.properties == local.read("kept").properties == {"Path": "kept", "Content": "whole", "Mode": "0640"}
+
+
 def test_update_changes_content_and_mode_in_place_and_refuses_the_path(local: Local) -> None:
     local.create({"Path": "f", "Content": "one", "Mode": "0600"})
     updated = local.update("f", {"Path": "f", "Content": "two", "Mode": "0644"},
