@@ -1,10 +1,12 @@
 """The plugin SDK's idempotency journal on a real directory: what one instance writes another reads (the plugin
-process after a restart), entries of the earlier file-per-token layout, pruning, and no file per call."""
+process after a restart, or another process at once), entries of the earlier layouts (a file per token, a SQLite
+database), a line a crash cut short, pruning, and no file per call."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -41,7 +43,7 @@ def test_calls_add_no_file_per_token(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert all(journal.get(f"tok-{n}")["result"] == {"n": n} for n in range(200))  # type: ignore[index]
-    assert len(list(tmp_path.iterdir())) <= 3  # the database, its write-ahead log and its shared memory
+    assert [path.name for path in tmp_path.iterdir()] == [journal_module.LOG]
     journal.close()
 
 
@@ -70,3 +72,49 @@ def test_entries_older_than_the_horizon_are_pruned(tmp_path: Path, monkeypatch: 
     assert journal.get("tok-old") is None and journal.get("tok-new") is not None
     assert not old_file.exists() and recent_file.exists()  # files of the earlier layout age out the same way
     journal.close()
+
+
+def test_a_line_a_crash_cut_short_is_skipped_and_spoils_no_other_entry(tmp_path: Path) -> None:
+    first = Journal("LOCAL", tmp_path)
+    first.finish("tok-1", "Create", "a", {"n": 1})
+    with open(tmp_path / journal_module.LOG, "ab") as log:  # a process killed in the middle of its write
+        log.write(b"\n" + journal_module._key("tok-2").encode() + b' 1.5 {"state": "pen')
+    first.finish("tok-3", "Create", "c", {"n": 3})  # appended by a process that knew nothing of it
+    reader = Journal("LOCAL", tmp_path)
+    assert reader.get("tok-1")["result"] == {"n": 1}  # type: ignore[index]
+    assert reader.get("tok-2") is None
+    assert reader.get("tok-3")["result"] == {"n": 3}  # type: ignore[index]
+    first.close()
+    reader.close()
+
+
+def test_entries_of_the_sqlite_layout_are_read_then_folded_into_the_log(tmp_path: Path) -> None:
+    # A command that was running when svc was upgraded resumes with a token the SQLite layout journaled.
+    database = sqlite3.connect(tmp_path / journal_module.DATABASE)
+    database.execute("CREATE TABLE entries (key TEXT PRIMARY KEY, at REAL NOT NULL, entry TEXT NOT NULL)")
+    entry = {"state": "pending", "op": "Delete", "nativeId": "old", "at": 2e9}
+    database.execute("INSERT INTO entries VALUES (?, ?, ?)", (journal_module._key("tok-db"), 2e9, json.dumps(entry)))
+    database.commit()
+    database.close()
+    journal = Journal("LOCAL", tmp_path)
+    assert journal.get("tok-db") == entry
+    journal.close()
+    assert not (tmp_path / journal_module.DATABASE).exists()  # the first one alone with the log folded it in
+    assert Journal("LOCAL", tmp_path).get("tok-db") == entry
+
+
+def test_a_process_alone_with_the_log_compacts_it_and_not_while_another_has_it_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1_000_000_000.0]
+    monkeypatch.setattr(journal_module.time, "time", lambda: clock[0])
+    first = Journal("LOCAL", tmp_path)
+    first.begin("tok-old", "Create", "old")
+    clock[0] += journal_module.KEEP_SECONDS + 1
+    second = Journal("LOCAL", tmp_path)
+    assert second.get("tok-old") is not None  # the first still has the log open: nothing is rewritten under it
+    first.close()
+    second.close()
+    third = Journal("LOCAL", tmp_path)
+    assert third.get("tok-old") is None
+    assert journal_module._key("tok-old").encode() not in (tmp_path / journal_module.LOG).read_bytes()
+    third.close()
