@@ -6,10 +6,10 @@ whether a call it lost track of (a crash) happened. Writes replace files atomica
 mid-write leaves the old content or the new one, never half of it. They are not synced to the disk before the
 answer: a crash of the machine may lose the last writes, as it may lose the journal's last entries.
 
-The operations are coroutines that do their file work on the plugin's event loop: a create takes tens of
-microseconds of the file system, while handing each call to a worker thread and back (GIL hand-offs among 32
-threads, their futex wake-ups) cost the plugin process more CPU than the file work itself. A listing walks the
-whole tree, so it runs on a thread and holds no other call up.
+The operations are coroutines that do their file work on the plugin's event loop: handing each call to one of 32
+worker threads and back (GIL hand-offs, futex wake-ups) cost the plugin process more CPU than a file create itself
+(tens of microseconds on a tmpfs). A listing walks the whole tree, so it runs on a thread and holds no other call
+up.
 """
 
 from __future__ import annotations
