@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -118,3 +120,26 @@ def test_a_process_alone_with_the_log_compacts_it_and_not_while_another_has_it_o
     assert third.get("tok-old") is None
     assert journal_module._key("tok-old").encode() not in (tmp_path / journal_module.LOG).read_bytes()
     third.close()
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from svc.plugins.journal import Journal
+directory, name = Path(sys.argv[1]), sys.argv[2]
+for n in range(150):
+    journal = Journal("LOCAL", directory)  # opened and closed again and again: each may find itself alone, compact
+    journal.begin(f"{name}-{n}", "Create", str(n))
+    journal.finish(f"{name}-{n}", "Create", str(n), {"n": n})
+    journal.close()
+"""
+
+
+def test_processes_that_journal_and_compact_at_once_lose_no_entry(tmp_path: Path) -> None:
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), f"p{p}"]) for p in range(4)]
+    assert [writer.wait(timeout=120) for writer in writers] == [0, 0, 0, 0]
+    journal = Journal("LOCAL", tmp_path)
+    missing = [f"p{p}-{n}" for p in range(4) for n in range(150)
+               if (journal.get(f"p{p}-{n}") or {}).get("result") != {"n": n}]
+    assert missing == []
+    journal.close()

@@ -91,13 +91,14 @@ class Journal:
         compacted = False
         while True:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-            if not compacted and _lock_alone(fd):
+            # Alone with the log that is still at the path (not one another process has just replaced): compact it.
+            if not compacted and _lock_alone(fd) and _is_current(fd, path):
                 _compact(self._directory, fd, time.time() - KEEP_SECONDS)
                 compacted = True
                 os.close(fd)  # the file was replaced: open the new one
                 continue
             fcntl.flock(fd, fcntl.LOCK_SH)
-            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+            if _is_current(fd, path):
                 break
             os.close(fd)  # another process replaced the log while this one waited for the lock
         self._fd, self._read_to, self._attached_at = fd, 0, time.time()
@@ -184,6 +185,14 @@ def _lock_alone(fd: int) -> bool:
     except BlockingIOError:
         return False
     return True
+
+
+def _is_current(fd: int, path: Path) -> bool:
+    """Whether ``fd`` is the file at ``path`` now (a compaction replaces it by another)."""
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _compact(directory: Path, fd: int, horizon: float) -> None:
