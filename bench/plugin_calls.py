@@ -11,7 +11,8 @@ nothing else around it (no agent, no datastore), and the plugin process's CPU is
 ``--compare OTHER_CHECKOUT`` runs the other checkout's plugin process (its ``.venv/bin/python -m svc.plugins.serve``,
 or this one's Python with the other's sources first on ``PYTHONPATH`` when it has no ``.venv``) in turn with this
 one's, round after round, and prints the medians of each and their ratio (this ÷ other): the paired A/B of a
-change to the plugin side.
+change to the plugin side. ``--under /dev/shm`` puts the roots on a tmpfs: on ext4 a create's CPU is mostly the
+kernel's inode allocator, whose cost swings with how many inodes anyone freed lately (see ``local_files.py``).
 
     .venv/bin/python bench/plugin_calls.py                       # both plugins, this checkout, 5 rounds
     .venv/bin/python bench/plugin_calls.py --compare ../base --rounds 8 --plugins local
@@ -27,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,12 +40,12 @@ from svc_plugin_fake.cloud import FakeCloud  # noqa: E402
 
 from svc.plugins.host import HostedPlugin  # noqa: E402
 from svc.plugins.runner import Call  # noqa: E402
-from svc.plugins.sdk import Status  # noqa: E402
+from svc.plugins.sdk import Progress, Status  # noqa: E402
 
 FILE = "LOCAL::FS::File"
-ITEM = "FAKE::Test::Item"
 PACKAGES = ("src", "plugins/local", "plugins/fake")  # where a checkout's svc and plugin packages are
-FLOOR = {"size": 400, "depth": 4, "slots": 64, "latency": 0.02}
+# The latency floor of bench/engine_floor.py: 400 creates in chains of 4, 64 in flight, 20 ms each.
+FLOOR_SIZE, FLOOR_DEPTH, FLOOR_SLOTS, FLOOR_LATENCY = 400, 4, 64, 0.02
 
 
 def cpu_seconds(pid: int) -> float:
@@ -99,19 +100,19 @@ class Plugin:
     def pid(self) -> int:
         return int(self.host.describe()["pid"])
 
-    async def measured(self, calls: int, work: Callable[[], object]) -> Figure:
+    async def measured(self, calls: int, work: Callable[[], Awaitable[object]]) -> Figure:
         before, system, started = cpu_seconds(self.pid), system_seconds(self.pid), time.perf_counter()
-        await work()  # type: ignore[misc]
+        await work()
         return Figure(time.perf_counter() - started, cpu_seconds(self.pid) - before,
                       system_seconds(self.pid) - system, calls)
 
 
-async def _gathered(slots: int, calls: list[Callable[[], object]]) -> None:
+async def _gathered(slots: int, calls: list[Callable[[], Awaitable[Progress]]]) -> None:
     gate = asyncio.Semaphore(slots)
 
-    async def one(call: Callable[[], object]) -> None:
+    async def one(call: Callable[[], Awaitable[Progress]]) -> None:
         async with gate:
-            progress = await call()  # type: ignore[misc]
+            progress = await call()
             if progress.status is not Status.SUCCESS:
                 raise RuntimeError(f"a call failed: {progress.message}")
 
@@ -137,21 +138,20 @@ async def local_round(checkout: Path, scratch: Path, calls: int, in_flight: int)
 
 async def fake_round(checkout: Path, scratch: Path, calls: int) -> dict[str, Figure]:
     floor_cloud, plain_cloud = scratch / "floor.db", scratch / "plain.db"
-    FakeCloud(floor_cloud).set_knob("latency", {"*": FLOOR["latency"]})
+    FakeCloud(floor_cloud).set_knob("latency", {"*": FLOOR_LATENCY})
     FakeCloud(plain_cloud)
-    async with Plugin(checkout, "FAKE", scratch / "state", int(FLOOR["slots"])) as plugin:
+    async with Plugin(checkout, "FAKE", scratch / "state", FLOOR_SLOTS) as plugin:
         runner = plugin.host
         await plugin_floor(runner, plain_cloud, chains=16, depth=1, slots=16)  # warm-up
-        size, depth = int(FLOOR["size"]), int(FLOOR["depth"])
-        floor = await plugin.measured(size, lambda: plugin_floor(runner, floor_cloud, chains=size // depth,
-                                                                 depth=depth, slots=int(FLOOR["slots"])))
+        floor = await plugin.measured(FLOOR_SIZE, lambda: plugin_floor(
+            runner, floor_cloud, chains=FLOOR_SIZE // FLOOR_DEPTH, depth=FLOOR_DEPTH, slots=FLOOR_SLOTS))
         plain = await plugin.measured(calls, lambda: plugin_floor(runner, plain_cloud, chains=calls, depth=1,
-                                                                  slots=int(FLOOR["slots"])))
+                                                                  slots=FLOOR_SLOTS))
     return {"fake floor": floor, "fake create": plain}
 
 
 def floor_bound() -> float:
-    return math.ceil(FLOOR["size"] / FLOOR["slots"]) * FLOOR["latency"]
+    return math.ceil(FLOOR_SIZE / FLOOR_SLOTS) * FLOOR_LATENCY
 
 
 def one_round(checkout: Path, plugins: list[str], calls: int, in_flight: int, under: Path | None) -> dict[str, Figure]:
