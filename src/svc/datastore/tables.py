@@ -92,8 +92,8 @@ resources = sa.Table(
     sa.Index("ix_resources_live_order", "type", "label", "ksuid", **_partial("head = 1")),
     sa.Index("ix_resources_live_stack", "stack", "type", "label", "ksuid", **_partial("head = 1")),
     sa.Index("ix_resources_live_target", "target", **_partial("head = 1")),
-    sa.Index("ix_resources_command", "command_id"),
     sa.Index("ix_resources_stack_valid_from", "stack", "valid_from"),
+    # No index on command_id: no query reads versions by the command that wrote them (migration 0009 dropped it).
 )
 
 stacks = sa.Table(
@@ -218,8 +218,7 @@ resource_updates = sa.Table(
     sa.Column("is_cascade", sa.Boolean, nullable=False),
     sa.Column("cascade_source", sa.Text, nullable=True),
     sa.Column("data", Json, nullable=False),
-    sa.Index("ix_resource_updates_ksuid", "ksuid"),
-    sa.Index("ix_resource_updates_state", "state"),
+    # Reads go by command (the primary key); nothing reads updates by ksuid or by state alone (migration 0009).
     sa.Index("ix_resource_updates_stack", "stack_label", "command_id"),
     # A command followed by polls asks for the updates whose state was written since the last one (migration 0008).
     sa.Index("ix_resource_updates_modified", "command_id", "modified_ts"),
