@@ -87,3 +87,15 @@ def test_costly_polls_are_spaced_out_up_to_the_slow_pace(clock: Clock) -> None:
     poll(fetch)
     poll(fetch)
     assert fetch.asked == [0.0, 2.0]
+
+
+def test_a_long_command_is_polled_at_the_slow_pace(clock: Clock) -> None:
+    """The pause grows with the time followed (an eighth of it), so a long command's polls read fewer updates
+    twice; its end is still seen at once."""
+    poll, fetch = watch._Poll(), agent(clock, honours_wait=True, work=0.01, ends_after=30.5)
+    while poll(fetch).State != "Success":
+        pass
+    assert fetch.asked[:3] == [0.0, 0.25, 0.25]
+    assert fetch.asked[-1] == 2.0
+    assert all(later >= earlier for earlier, later in zip(fetch.asked[1:], fetch.asked[2:], strict=False))
+    assert clock.now == pytest.approx(30.5 + 0.01)

@@ -25,10 +25,15 @@ _SLOW_POLL = 2.0
 # Between polls, wait at least this many times what the last one took: a big command's status costs the agent
 # real work (a full view of 10,000 updates ~1 s of its CPU), which must not slow the command itself much.
 _POLL_SHARE = 4
+# And at least this share of how long the command has been followed: progress is shown within an eighth of the
+# time it has run, and a long command is polled at the slow pace. Each poll reads the updates written since the
+# previous one and 2 s before it (the agent's margin for writes committing late), so polls every 0.25 s read
+# each update of a long apply up to nine times over. The end is seen at once whatever the pause.
+_AGE_SHARE = 1 / 8
 
 
-def _pause(took: float) -> float:
-    return min(max(_FAST_POLL, _POLL_SHARE * took), _SLOW_POLL)
+def _pause(took: float, age: float) -> float:
+    return min(max(_FAST_POLL, _POLL_SHARE * took, _AGE_SHARE * age), _SLOW_POLL)
 
 
 class _Poll:
@@ -40,6 +45,7 @@ class _Poll:
         # A live view shows the command at once; a follower with nothing to show before updates end waits from
         # the start, so a short command is answered once, after its end, at no cost to its execution.
         self.wait = 0.0 if at_once else _FAST_POLL
+        self.following_since = time.monotonic()
 
     def __call__(self, fetch: Callable[[float], CommandView]) -> CommandView:
         started = time.monotonic()
@@ -50,7 +56,7 @@ class _Poll:
             work = took
         else:
             work = max(took - self.wait, 0.0)  # what the poll cost the agent, as far as this side can tell
-        self.wait = _pause(work)
+        self.wait = _pause(work, time.monotonic() - self.following_since)
         return command
 
 
@@ -80,14 +86,21 @@ def _fetch(client: AgentClient, command_id: str, wait: float = 0.0) -> CommandVi
     return command
 
 
-class _Changes:
-    """Polls a command's summary, each time with only the updates written since the previous answer (all of
-    them the first time), so that following a big command costs the agent in proportion to its progress."""
+# The first poll's ``updated_since``: every update whose state was written, none of those still as planned (the
+# agent stores a command's updates with no modified time). Asking for all of them read and sent every planned
+# update of a big command (100,000 at ~40 µs of the agent's CPU each) just as it started, to show none.
+_EVERY_WRITE = "1970-01-01T00:00:00+00:00"
 
-    def __init__(self, client: AgentClient, command_id: str) -> None:
+
+class _Changes:
+    """Polls a command's summary, each time with only the updates written since the previous answer (every one
+    written so far the first time), so that following a big command costs the agent in proportion to its
+    progress."""
+
+    def __init__(self, client: AgentClient, command_id: str, since: str | None = _EVERY_WRITE) -> None:
         self.client = client
         self.command_id = command_id
-        self.since: str | None = None
+        self.since = since
         self.poll = _Poll(at_once=False)
 
     def next(self) -> CommandView:
@@ -149,7 +162,9 @@ def _follow_lines(client: AgentClient, command_id: str) -> CommandView:
         command = changes.next()
         _report(command, reported)
         if command.State in TERMINAL_COMMAND_STATES:
-            final = _fetch(client, command_id)
+            # Every update as it ended, in summary form: what the lines and the end need. The whole view, every
+            # change read and rendered, cost the agent twice the CPU at 20,000 updates (1.5 s against 0.8 s).
+            final = _Changes(client, command_id, since=None).next()
             _report(final, reported)  # any update whose last write the polls did not see
             return final
 
