@@ -141,7 +141,9 @@ def cpu_now(agent_pid: int) -> Cpu:
 class Cli:
     def __init__(self, agent: Agent, data: Path) -> None:
         self.agent = agent
-        self.env = {"COLUMNS": "200", "XDG_DATA_HOME": str(data)}
+        # A cache of its own: the evaluations every svc on the machine keeps are the latest 16, so another run's
+        # commands (a test suite, another bench) would push this one's out and a no-op would evaluate again.
+        self.env = {"COLUMNS": "200", "XDG_DATA_HOME": str(data), "XDG_CACHE_HOME": str(data / "cache")}
 
     def svc(self, *args: str, timeout: float = 1800, env: dict[str, str] | None = None) -> str:
         result = run_svc(*args, "--config", str(self.agent.config), env={**self.env, **(env or {})},
