@@ -116,6 +116,64 @@ def test_writes_without_a_tombstone_before_them_share_a_batch(datastore: Datasto
     assert counting.commits == 1
 
 
+def test_a_batch_waits_for_the_ends_running_changes_have_yet_to_write(datastore: Datastore) -> None:
+    """While running changes have ends to come, a batch waits for them (the linger is far longer than the test)
+    until it holds as many as are still to come: two ends queued in different turns of the event loop, with a
+    third change still running, share a commit."""
+    ksuids = [new_id() for _ in range(2)]
+    command = stored_command(datastore, *ksuids, state="NotStarted")
+    counting = _Counting(datastore)
+    coming = [3]
+
+    async def run() -> None:
+        writer = BatchWriter(counting, linger=600)  # type: ignore[arg-type]
+        writer.writes_coming = lambda: coming[0]
+        try:
+            ends = []
+            for ksuid in ksuids:
+                coming[0] -= 1  # a change leaves the running ones as it queues its end
+                ends.append(writer.finish(_write(ksuid, f"n-{ksuid}"), None, _success(command, ksuid)))
+                for _ in range(5):
+                    await asyncio.sleep(0)  # the writer's task runs in between
+            await asyncio.wait_for(asyncio.gather(*ends), 60)
+        finally:
+            await writer.close()
+
+    asyncio.run(run())
+    assert counting.commits == 1
+    assert {u.state for u in datastore.get_resource_updates(command).items} == {"Success"}
+
+
+def test_a_write_with_no_running_change_behind_it_commits_without_waiting(datastore: Datastore) -> None:
+    command = stored_command(datastore, "k1", state="NotStarted")
+
+    async def run() -> None:
+        writer = BatchWriter(datastore, linger=600)
+        writer.writes_coming = lambda: 0
+        try:
+            await asyncio.wait_for(writer.set_state(_success(command, "k1")), 60)  # not 600 s
+        finally:
+            await writer.close()
+
+    asyncio.run(run())
+    assert datastore.get_resource_updates(command).items[0].state == "Success"
+
+
+def test_a_batch_waits_for_more_ends_at_most_its_linger(datastore: Datastore) -> None:
+    command = stored_command(datastore, "k1", state="NotStarted")
+
+    async def run() -> None:
+        writer = BatchWriter(datastore, linger=0.01)
+        writer.writes_coming = lambda: 5  # changes that never end
+        try:
+            await asyncio.wait_for(writer.set_state(_success(command, "k1")), 60)
+        finally:
+            await writer.close()
+
+    asyncio.run(run())
+    assert datastore.get_resource_updates(command).items[0].state == "Success"
+
+
 def test_a_bad_write_fails_only_its_caller(datastore: Datastore) -> None:
     ksuids = [new_id() for _ in range(6)]
     command = stored_command(datastore, *ksuids, state="NotStarted")

@@ -68,6 +68,7 @@ class Engine:
         self.jobs: dict[str, PeriodicJob] = {}  # background work by name ("synchronization", "discovery", …)
         self.plugins: PluginManager | None = None  # plugin management; the composition root makes it
         self.runs = Runs(datastore, self.writer, gateway)
+        self.writer.writes_coming = self.runs.writes_coming
         self.leading = False
         self.admission = Admission(datastore, catalog, sealer, self.runs, self.jobs,
                                    Provenance(self.settings.agent_id, self.settings.agent_version))

@@ -85,6 +85,8 @@ class CommandRun:
     _wake: asyncio.Queue[str] = field(default_factory=asyncio.Queue, init=False)
     _waiting: dict[str, set[str]] = field(default_factory=dict, init=False)  # key → what it still waits for
     _queued: set[str] = field(default_factory=set, init=False)  # started, waiting for a slot of its namespace
+    # Started, its end not queued for writing yet: the writer waits a little for those ends (``writes_coming``).
+    unended: set[str] = field(default_factory=set, init=False)
 
     async def run(self) -> str:
         try:
@@ -127,6 +129,7 @@ class CommandRun:
                 self._start(dependent)
 
     def _start(self, key: str) -> None:
+        self.unended.add(key)
         self.running[key] = asyncio.create_task(self._execute(key), name=f"{self.command_id}:{key}")
 
     async def _execute(self, key: str) -> None:
@@ -144,6 +147,7 @@ class CommandRun:
             node.data.message = outcome.message or node.data.message
             node.data.finished_at = utcnow().isoformat()
             started = self.steps.take_start(key) or (utcnow() if key not in self.steps.started else None)
+            self.unended.discard(key)
             ending = self.writer.finish(
                 outcome.resource, change.ksuid if outcome.delete else None,
                 UpdateStateWrite(self.command_id, change.ksuid, change.operation, outcome.state,
@@ -175,10 +179,12 @@ class CommandRun:
             await self._store_failure(key, f"internal error: {type(error).__name__}: {error}")
         finally:
             self._queued.discard(key)
+            self.unended.discard(key)
             self.steps.guard.underway.discard(key)
             self._wake.put_nowait(key)
 
     async def _store_failure(self, key: str, message: str) -> None:
+        self.unended.discard(key)
         node = self.nodes[key]
         node.data.message = message
         node.state = UpdateState.FAILED
@@ -244,6 +250,7 @@ class CommandRun:
     def _store_canceled(self, key: str, message: str | None) -> Awaitable[bool]:
         """Stores a change as Canceled unless it ended already; ``message`` says why (none: it never started,
         and its data is not written again)."""
+        self.unended.discard(key)
         node = self.nodes[key]
         data = None
         if message is not None:

@@ -58,6 +58,10 @@ class Runs:
     def task(self, command_id: str) -> asyncio.Task[str] | None:
         return self._tasks.get(command_id)
 
+    def writes_coming(self) -> int:
+        """How many running changes have yet to queue their ends for writing (``BatchWriter.writes_coming``)."""
+        return sum(len(run.unended) for run in self._runs.values())
+
     def commands_using(self, namespace: str) -> list[str]:
         """The commands running here that change a resource of plugin ``namespace`` (any spelling)."""
         wanted = namespace.upper()
