@@ -11,10 +11,11 @@ from support.processes import SVC, run_svc
 
 
 def from_bash(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``svc`` started by bash, as a user types it: Typer finds the shell from its parent process."""
+    """``svc`` started by bash, as a user types it: Typer finds the shell from its parent process. (``bash -c``
+    with one command would replace itself by it, leaving svc the child of whatever started bash.)"""
     env = {**os.environ, **({"HOME": str(home)} if home else {})}
-    return subprocess.run(["bash", "-c", " ".join([SVC, *args])], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(["bash", "-c", " ".join([SVC, *args]) + "; exit $?"], capture_output=True, text=True,
+                          env=env, timeout=120)
 
 
 def test_show_completion_prints_the_script_for_the_shell() -> None:
