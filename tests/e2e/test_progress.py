@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 
 import pexpect
@@ -89,8 +90,12 @@ def test_command_status_follow_re_attaches_from_another_process(world: World) ->
 
 
 def _terminal(world: World, *args: str) -> pexpect.spawn:
+    """``svc`` on a terminal of its own, as a user's shell starts it: with Ctrl-C's signal at its default even when
+    the suite itself was started in the background (where a shell without job control ignores SIGINT, which its
+    children would inherit)."""
     return pexpect.spawn(SVC, [*args, "--config", str(world.agent.config)], encoding="utf-8", timeout=90,
-                         dimensions=(50, 220), env={**os.environ, "COLUMNS": "220", "LINES": "50", "TERM": "xterm"})
+                         dimensions=(50, 220), env={**os.environ, "COLUMNS": "220", "LINES": "50", "TERM": "xterm"},
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _live_frame(terminal: pexpect.spawn) -> str:
