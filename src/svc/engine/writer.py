@@ -130,9 +130,8 @@ class BatchWriter:
             raise WriterClosed("the engine has stopped: nothing more is written")
         self._ensure()
         self._queue.append(pending)
-        waiting = self._waiting
-        if waiting is not None and not waiting.done() and (not self._gathering or self._gathered()):
-            waiting.set_result(None)
+        if self._waiting is not None and (not self._gathering or self._gathered()):
+            _settle(self._waiting)
         self._unsettled.add(pending.future)
         pending.future.add_done_callback(self._unsettled.discard)
         return pending.future

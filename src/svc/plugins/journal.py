@@ -141,7 +141,7 @@ class Journal:
 
     def _write(self, token: str, entry: dict[str, Any]) -> None:
         key, now, text = _key(token), time.time(), jsontext.dump_bytes(entry)
-        line = b"\n%s %r %s\n" % (key.encode(), now, text)
+        line = _line(key, now, text)
         with self._lock:
             self._open()
             written = os.write(self._fd, line)  # O_APPEND: one write lands whole after every other one
@@ -162,6 +162,11 @@ class Journal:
 
 def _key(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:40]
+
+
+def _line(key: str, at: float, text: bytes) -> bytes:
+    """An entry's line, as ``_parse`` reads it back."""
+    return b"\n%s %r %s\n" % (key.encode(), at, text)
 
 
 def _parse(data: bytes, entries: dict[str, _Stored]) -> None:
@@ -201,8 +206,7 @@ def _compact(directory: Path, fd: int, horizon: float) -> None:
     entries = _database_entries(directory)
     size = os.fstat(fd).st_size
     _parse(os.pread(fd, size, 0) if size else b"", entries)
-    kept = b"".join(b"\n%s %r %s\n" % (key.encode(), at, text) for key, (at, text) in entries.items()
-                    if at >= horizon)
+    kept = b"".join(_line(key, at, text) for key, (at, text) in entries.items() if at >= horizon)
     temporary = directory / f"{LOG}.compacting"
     new = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
