@@ -21,6 +21,10 @@ c, u, cs, rc = commands, resource_updates, command_stacks, resource_changes
 
 _COMMAND_ORDER = (c.c.start_ts, c.c.id)
 _UPDATE_ORDER = (u.c.ksuid, u.c.operation)
+# The updates written since a time, in the order of their index: a page after the first one then reads only its
+# own rows. In ksuid order each page of a poll scanned the command's every update for the few written lately (the
+# executor reaches them in dependency order, spread over all ksuids), and the first page sorted them all.
+_WRITTEN_ORDER = (u.c.modified_ts, u.c.ksuid, u.c.operation)
 _INCOMPLETE = (CommandState.NOT_STARTED, CommandState.PENDING, CommandState.IN_PROGRESS, CommandState.CANCELING)
 _CANCELABLE = (UpdateState.NOT_STARTED, UpdateState.PENDING)
 
@@ -227,11 +231,13 @@ class CommandStore(SqlBase):
         data = sa.case((failed, u.c.data), else_=sa.null()).label("data")
         statement = sa.select(*(column for column in u.c if column.name != "data"), data).where(
             u.c.command_id == command_id)
+        order, list_name = _UPDATE_ORDER, f"update-summaries:{command_id}"
         if modified_since is not None:
             statement = statement.where(u.c.modified_ts >= modified_since)
+            order, list_name = _WRITTEN_ORDER, f"updates-written:{command_id}"
         with self.read() as conn:
-            return paginate(conn, statement, list_name=f"update-summaries:{command_id}", order=_UPDATE_ORDER,
-                            cursor=cursor, limit=limit, convert=_update_summary)
+            return paginate(conn, statement, list_name=list_name, order=order, cursor=cursor, limit=limit,
+                            convert=_update_summary)
 
     def set_resource_update_state(self, command_id: str, ksuid: str, operation: str, state: str, *,
                                   version: str | None = None, data: dict[str, Any] | None = None,

@@ -220,8 +220,9 @@ resource_updates = sa.Table(
     sa.Column("data", Json, nullable=False),
     # Reads go by command (the primary key); nothing reads updates by ksuid or by state alone (migration 0009).
     sa.Index("ix_resource_updates_stack", "stack_label", "command_id"),
-    # A command followed by polls asks for the updates whose state was written since the last one (migration 0008).
-    sa.Index("ix_resource_updates_modified", "command_id", "modified_ts"),
+    # A command followed by polls asks for the updates whose state was written since the last one (migration 0008),
+    # a page at a time in this index's order (migration 0010).
+    sa.Index("ix_resource_updates_modified", "command_id", "modified_ts", "ksuid", "operation"),
 )
 
 # A resource update's change as planned, keyed as its update: the change document (desired state with secrets
