@@ -38,6 +38,7 @@ def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) 
         assert out.count(f"Success: create FAKE::Test::Item {label} (stack app)") == 1
     assert out.count("Failed: create FAKE::Test::Item c (stack app): AccessDenied") == 1
     assert out.count("Failed: create FAKE::Test::Item d (stack app): DependencyFailure") == 1
+    assert "Failed: 4 of 4 resource updates finished (2 Success, 2 Failed)" in out  # the agent's counts
     assert len(_commands(world)) == 1  # no simulation was stored
 
     command_id = world.svc("command", "status", "--output-consumer", "machine")
@@ -51,6 +52,12 @@ def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) 
     assert [(u["ResourceLabel"], u["State"]) for u in updates] == [
         (u["ResourceLabel"], u["State"]) for u in full["ResourceUpdates"]]
     assert {u["ResourceLabel"]: u.get("ErrorMessage") for u in updates}["c"].startswith("AccessDenied")
+    # An ended command's summary counts every update by state, whichever it lists; its full view does not.
+    assert summary.json()["Commands"][0]["UpdateCounts"] == {"Success": 2, "Failed": 2}
+    assert "UpdateCounts" not in full
+    written_later = httpx.get(url, params={"updated_since": (datetime.now(UTC) + timedelta(hours=1)).isoformat()},
+                              headers=HEADERS).json()["Commands"][0]
+    assert not written_later.get("ResourceUpdates") and written_later["UpdateCounts"] == {"Success": 2, "Failed": 2}
 
     def since(moment: datetime) -> list[str]:
         answer = httpx.get(url, params={"updated_since": moment.isoformat()}, headers=HEADERS)
@@ -71,6 +78,7 @@ def test_status_with_wait_answers_as_soon_as_the_command_ends(world: World) -> N
     url = f"{world.api}/commands/{json.loads(submitted.stdout)['CommandId']}/status"
     at_once = httpx.get(url, params={"summary": "true"}, headers=HEADERS).json()["Commands"][0]
     assert at_once["State"] not in ("Success", "Failed", "Canceled")
+    assert "UpdateCounts" not in at_once  # counted once the command has ended
 
     started = time.monotonic()
     waited = httpx.get(url, params={"summary": "true", "wait": "30"}, headers=HEADERS, timeout=60)

@@ -1,5 +1,6 @@
 """``get_resource_update_summaries``: a command's updates without their data documents, except the failed and
-rejected ones' (their messages), paged like ``get_resource_updates``; on every backend."""
+rejected ones' (their messages), paged like ``get_resource_updates``; and ``count_resource_update_states``, what a
+follower's last poll reads instead of them all; on every backend."""
 
 from __future__ import annotations
 
@@ -52,3 +53,18 @@ def test_summaries_modified_since_hold_the_updates_written_since(datastore: Data
     assert [(s.ksuid, s.state, s.data.get("message")) for s in since] == [
         ("k0001", "Success", None), ("k0002", "Success", None), ("k0005", "Failed", "boom")]
     assert len(datastore.get_resource_update_summaries(command.id, modified_since=T0).items) == 6 - 1  # k0004: never
+
+
+def test_a_commands_updates_are_counted_by_state(datastore: Datastore) -> None:
+    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
+                            mode="reconcile")
+    other = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
+                          mode="reconcile")
+    datastore.put_command(command, [_update(command.id, n) for n in range(5)])
+    datastore.put_command(other, [_update(other.id, n) for n in range(3)])
+    datastore.set_resource_update_states([UpdateStateWrite(command.id, f"k{n:04d}", "create", "Success")
+                                          for n in (0, 1)])
+    datastore.set_resource_update_state(command.id, "k0004", "create", "Failed", data={"message": "boom"})
+    assert datastore.count_resource_update_states(command.id) == {"NotStarted": 2, "Success": 2, "Failed": 1}
+    assert datastore.count_resource_update_states(other.id) == {"NotStarted": 3}
+    assert datastore.count_resource_update_states(new_id()) == {}

@@ -40,6 +40,8 @@ def status_parts(commands: Sequence[StoredCommand]) -> list[Part]:
     for stored in commands:
         document = command_view(stored.record, ()).to_json()
         document["ResourceUpdates"] = _stored_updates(stored)
+        if stored.update_counts is not None:
+            document["UpdateCounts"] = dict(stored.update_counts)
         documents.append(document)
     return json_parts({"Commands": documents})
 

@@ -33,6 +33,10 @@ def state_text(state: str) -> Text:
 
 
 def update_counts(command: CommandView) -> Counter[str]:
+    """How many of the command's updates are in each state: the agent's count once it has ended (its answer may
+    list only the updates written since the previous one), else those listed."""
+    if command.UpdateCounts is not None:
+        return Counter(command.UpdateCounts)
     return Counter(update.State for update in command.ResourceUpdates or [])
 
 
@@ -49,12 +53,11 @@ def command_name(command: CommandView) -> str:
 
 def command_line(command: CommandView) -> str:
     """``apply (reconcile) 2Y… Success: 3 of 3 resource updates finished (3 Success)``."""
-    updates = command.ResourceUpdates or []
     counts = update_counts(command)
     done = sum(count for state, count in counts.items() if state in TERMINAL_UPDATE_STATES)
     breakdown = ", ".join(f"{counts[state]} {state}" for state in ordered_states(counts))
     return (f"{command_name(command)} {command.CommandId} {command.State}: {done} of "
-            f"{len(updates)} resource updates finished" + (f" ({breakdown})" if breakdown else ""))
+            f"{counts.total()} resource updates finished" + (f" ({breakdown})" if breakdown else ""))
 
 
 def updates_table(command: CommandView) -> Table:

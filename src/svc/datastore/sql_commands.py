@@ -239,6 +239,11 @@ class CommandStore(SqlBase):
             return paginate(conn, statement, list_name=list_name, order=order, cursor=cursor, limit=limit,
                             convert=_update_summary)
 
+    def count_resource_update_states(self, command_id: str) -> dict[str, int]:
+        statement = sa.select(u.c.state, sa.func.count()).where(u.c.command_id == command_id).group_by(u.c.state)
+        with self.read() as conn:
+            return {state: count for state, count in conn.execute(statement).all()}
+
     def set_resource_update_state(self, command_id: str, ksuid: str, operation: str, state: str, *,
                                   version: str | None = None, data: dict[str, Any] | None = None,
                                   start_ts: datetime | None = None) -> bool:

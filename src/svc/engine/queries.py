@@ -15,6 +15,7 @@ from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, parse_query
 from svc.engine.service import Caller, StoredCommand
 from svc.model.records import CommandRecord, ResourceUpdateRecord, each_item, every_item
+from svc.model.states import TERMINAL_COMMAND_STATES
 
 PAGE = 1000
 
@@ -51,11 +52,15 @@ def read_command(store: Datastore, command_id: str, *, summary: bool = False,
                  updated_since: datetime | None = None) -> StoredCommand | None:
     """The command and its updates; ``summary``: the updates without their documents, with ``updated_since``
     only those whose state was written since then (a poll of a 10,000-update command cost a second of the
-    agent's CPU with the documents)."""
+    agent's CPU with the documents), and once the command has ended, how many of all its updates are in each
+    state: what a follower's last poll needs besides the updates written since the one before, instead of
+    reading every update again."""
     command = store.get_command(command_id)
     if command is None:
         return None
-    return StoredCommand(command, StoredUpdates(store, command_id, summary, updated_since), summary=summary)
+    ended = summary and command.state in TERMINAL_COMMAND_STATES
+    return StoredCommand(command, StoredUpdates(store, command_id, summary, updated_since), summary=summary,
+                         update_counts=store.count_resource_update_states(command_id) if ended else None)
 
 
 def list_commands(store: Datastore, query: str, caller: Caller, *, scope: Literal["client", "agent"],

@@ -78,11 +78,13 @@ class Submission:
 class StoredCommand:
     """A command as stored, with its resource updates; ``summary``: the updates were read without their
     documents (``Datastore.get_resource_update_summaries``). ``updates`` may be read as they are iterated
-    (``queries.StoredUpdates``): iterate them on a worker thread."""
+    (``queries.StoredUpdates``): iterate them on a worker thread. ``update_counts``: how many of all its updates
+    are in each state (read for the summary of a command that has ended)."""
 
     record: CommandRecord
     updates: Iterable[ResourceUpdateRecord]
     summary: bool = False
+    update_counts: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

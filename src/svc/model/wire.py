@@ -107,6 +107,10 @@ class CommandView(Wire):
     TargetUpdates: list[TargetUpdateView] | None = None
     StackUpdates: list[StackUpdateView] | None = None
     PolicyUpdates: list[PolicyUpdateView] | None = None
+    # Added (not in the reference): in a summary answer of a command that has ended, how many of all its resource
+    # updates are in each state, whichever ``ResourceUpdates`` lists (with ``updated_since``, only those written
+    # since): a follower's last poll reads its counts instead of every update again.
+    UpdateCounts: dict[str, int] | None = None
 
 
 class DescriptionView(Wire):
