@@ -221,3 +221,32 @@ def test_a_reference_in_a_plain_string_is_a_template_as_an_embed_envelope_is():
         a = next(c for c in cs.resources if c.label == "a")
         b = next(c for c in cs.resources if c.label == "b")
         assert b.desired["Value"] == {"$embed": True, "$parts": ["id ", {"$ref": f"svc://{a.ksuid}#/Id"}, "!"]}, value
+
+
+def test_new_resources_are_classified_once(monkeypatch):
+    """A resource with no stored version is created whatever its references resolve to: the planner starts from
+    that, instead of classifying every resource of a new forma a second time once it knows they all change."""
+    import importlib
+
+    planning = importlib.import_module("svc.engine.planner.plan")
+
+    calls = []
+    classify = planning._Apply.classify
+
+    def counted(self, schema, ksuid, *args, **kwargs):
+        calls.append(ksuid)
+        return classify(self, schema, ksuid, *args, **kwargs)
+
+    monkeypatch.setattr(planning._Apply, "classify", counted)
+    chain = [resource("a", "T::Test::Item", {"Value": "1"})] + [
+        resource(f"r{n}", "T::Test::Item", {"Ref": res("a" if n == 0 else f"r{n - 1}", "T::Test::Item", "Id")})
+        for n in range(5)]
+    cs = apply(forma(*chain), inventory())
+    assert len(calls) == 6 and len(cs.resources) == 6
+    # A stored consumer of an updated producer still gets its second look: the producer's change is learned first.
+    calls.clear()
+    inv = inventory(stored("K1", "T::Test::Item", "a", {"Value": "1"}),
+                    stored("K2", "T::Test::Item", "b", {"Ref": ref("K1", "Value")}))
+    cs = apply(forma(resource("a", "T::Test::Item", {"Value": "2"}),
+                     resource("b", "T::Test::Item", {"Ref": res("a", "T::Test::Item", "Value")})), inv)
+    assert sorted(calls) == ["K1", "K1", "K2", "K2"] and ops(cs) == [("a", "update"), ("b", "update")]

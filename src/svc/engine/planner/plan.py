@@ -190,8 +190,12 @@ class _Apply:
         desired = translate(self.forma, self.inventory, self.new_id)
         in_forma = {d.ksuid for d in desired}
 
-        # Resources the forma names: classified, then re-classified while the set of changing producers grows.
-        changing: dict[str, set[str] | None] = {}
+        # Resources the forma names: classified, then re-classified while the set of changing producers grows
+        # (each stored resource referring to one of them classified too). It starts from what is certain: a
+        # resource with no stored version is created, whatever it refers to, as is a deleted one deleted. A
+        # first pass from nothing classified every resource twice, the first time for nothing (at 100,000 new
+        # resources, ~2.5 s of the agent's CPU before the command could start).
+        changing: dict[str, set[str] | None] = {d.ksuid: None for d in desired if self.match(d) is None}
         entries: dict[str, Callable[[], list[ResourceChange]]] = {}
         for d in desired:
             schema = self.catalog.types.get(d.resource.type) or d.resource.schema_
@@ -205,7 +209,14 @@ class _Apply:
                     entries[stored.ksuid] = self._stored_entry(stored, changing, f"target {label}")
         implicit = self._implicit_deletes(in_forma) if self.exact else []
         deleted = {c.ksuid for c in implicit}
+        changing.update(dict.fromkeys(deleted))
         while True:
+            for producer in changing:
+                for dependent, _ in self.inventory.dependents(producer):
+                    if dependent.ksuid not in entries and dependent.ksuid not in deleted:
+                        entries[dependent.ksuid] = self._stored_entry(
+                            dependent, changing, self.inventory.by_ksuid[producer].label
+                            if producer in self.inventory.by_ksuid else producer)
             for ksuid, entry in list(entries.items()):
                 self.changes[ksuid] = entry()
             new = self._changing()
@@ -215,12 +226,6 @@ class _Apply:
                 break
             changing.clear()
             changing.update(new)
-            for producer in new:
-                for dependent, _ in self.inventory.dependents(producer):
-                    if dependent.ksuid not in entries and dependent.ksuid not in deleted:
-                        entries[dependent.ksuid] = self._stored_entry(
-                            dependent, changing, self.inventory.by_ksuid[producer].label
-                            if producer in self.inventory.by_ksuid else producer)
         self._refuse_dangling(deleted)
         resources = [c for ksuid in entries for c in self.changes.get(ksuid, [])] + implicit
         named = {d.ksuid: d.resource for d in desired}  # a search of ``desired`` per change was quadratic
