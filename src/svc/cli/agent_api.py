@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 import httpx
 
+from svc import jsontext
 from svc.cli.agent_errors import raise_for
 from svc.cli.answers import Shape, decode, decode_list
 from svc.cli.client import AgentClient
@@ -35,7 +36,7 @@ def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, A
     files = None
     timeout: dict[str, Any] = {}
     if forma is not None:
-        body = json.dumps(forma, separators=(",", ":")).encode()
+        body = jsontext.dump_bytes(forma)
         files = {"file": ("forma.json", body, "application/json")}
         # The agent answers once it has planned the forma, which takes longer the larger it is: a 100,000-resource
         # forma (27 MB) took over 30 s on a loaded machine. A second for every 100 kB, on top of the usual 30 s.

