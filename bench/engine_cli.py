@@ -50,7 +50,9 @@ from fake_agent import children, peak_rss_mib, process_cpu, start_fake_agent  # 
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 from support.processes import Agent, run_svc  # noqa: E402
+from svc.plugins import installed_plugins  # noqa: E402
 from svc.plugins.host import HostedPlugin  # noqa: E402
+from svc.plugins.manifest import read_manifest  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl)
 GOALS = {"apply 1000": 5.0, "no-op 1000": 2.0, "apply 10000": 60.0, "apply 100000": 120.0, "no-op 100000": 20.0}
@@ -212,6 +214,12 @@ def _split(timed: Timed, eval_s: float) -> str:
             f" {timed.cpu})")
 
 
+def _fake_rate_limit() -> float:
+    """The calls a second the agent lets through to FAKE: its manifest's (the bench's agent config sets none)."""
+    fake = next(plugin for plugin in installed_plugins() if plugin.namespace == "FAKE")
+    return float(read_manifest(fake)["rateLimit"]["maxRequestsPerSecondForNamespace"])
+
+
 def _load() -> str:
     return "load average " + " ".join(f"{n:.1f}" for n in os.getloadavg())
 
@@ -234,6 +242,9 @@ def scale(cli: Cli, directory: Path, size: int) -> None:
     print(f"{size:>6} resources  svc eval alone {eval_s:6.2f} s", flush=True)
     print(f"        apply   {applied.seconds:7.2f} s {_split(applied, eval_s)}"
           f"{_goal(f'apply {size}', applied.seconds)}", flush=True)
+    rate = _fake_rate_limit()
+    print(f"                (FAKE's rate limit, {rate:g} calls a second, alone holds its {size} creates to "
+          f"{size / rate:.1f} s of execution at least)", flush=True)
     print(f"        no-op   {noop.seconds:7.2f} s {_split(noop, eval_s)}{_goal(f'no-op {size}', noop.seconds)}",
           flush=True)
     print(f"        destroy {destroyed.seconds:7.2f} s {_split(destroyed, eval_s)}"
