@@ -131,13 +131,19 @@ def emit(data: Data, consumer: Consumer, schema: Schema, human: Callable[[Data],
     if consumer is Consumer.human:
         human(data)
         return
-    document = _document(data)
     if schema is Schema.json:
-        typer.echo(json.dumps(document, separators=(",", ":"), default=str))
+        # The encoder asks for each wire model it meets: copying the whole document first to replace them took
+        # longer than encoding it (2.3 s of the 5 s a 100,000-resource forma's `svc eval` spent printing).
+        typer.echo(json.dumps(data, separators=(",", ":"), default=_json_default))
     else:
         import yaml  # only for --output-schema yaml
 
-        typer.echo(yaml.safe_dump(document, indent=2, sort_keys=False, default_flow_style=False).rstrip("\n"))
+        typer.echo(yaml.safe_dump(_document(data), indent=2, sort_keys=False,
+                                  default_flow_style=False).rstrip("\n"))
+
+
+def _json_default(value: Any) -> Any:
+    return value.to_json() if isinstance(value, Wire) else str(value)
 
 
 def _document(data: Any) -> Any:
