@@ -4,12 +4,13 @@ that reads the environment or holds a secret (real Pkl, the real packages)."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from svc.forma import evaluate, evaluate_forma
+from svc.forma import evaluate, evaluate_forma, render_forma
 from svc.forma.evaluation_cache import EvaluationCache
 
 HEAD = """\
@@ -136,7 +137,9 @@ def test_a_forma_with_a_secret_is_never_written_to_the_cache(write_pkl, renders:
 def test_the_cache_can_be_turned_off_and_a_broken_entry_is_no_entry(forma: Path, renders: list[Path],
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     evaluate_forma(forma)
-    entry = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"}).path
+    cache = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"})
+    assert cache.lookup() is not None  # waits for the entry's write
+    entry = cache.path
     assert entry.is_file() and oct(entry.stat().st_mode & 0o777) == "0o600"
     monkeypatch.setenv("SVC_EVALUATION_CACHE", "off")
     evaluate_forma(forma)
@@ -146,3 +149,38 @@ def test_the_cache_can_be_turned_off_and_a_broken_entry_is_no_entry(forma: Path,
     assert len(renders) == 3
     evaluate_forma(forma)  # the broken entry was replaced
     assert len(renders) == 3
+
+
+def test_an_edit_while_pkl_evaluates_is_not_hidden_by_the_kept_evaluation(forma: Path, renders: list[Path],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    render = evaluate._render
+
+    def edited_meanwhile(path: Path, *args: Any) -> dict[str, Any]:
+        document = render(path, *args)  # what Pkl read: "hello"
+        path.write_text(FORMA.replace('content = "hello"', 'content = "hi"'))
+        return document
+
+    monkeypatch.setattr(evaluate, "_render", edited_meanwhile)
+    [index] = evaluate_forma(forma).resources
+    assert index.properties["Content"] == "hello"
+    monkeypatch.setattr(evaluate, "_render", render)
+    [index] = evaluate_forma(forma).resources
+    assert index.properties["Content"] == "hi"
+
+
+def test_the_evaluation_is_kept_while_the_command_goes_on(forma: Path, renders: list[Path],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    store = EvaluationCache.store
+
+    def slow_store(self: EvaluationCache, *args: Any) -> None:
+        assert release.wait(timeout=30)
+        store(self, *args)
+
+    monkeypatch.setattr(EvaluationCache, "store", slow_store)
+    first = render_forma(forma)  # returns with its entry still being written
+    cache = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"})
+    assert not cache.path.exists()
+    release.set()
+    assert render_forma(forma).document == first.document  # the lookup waited for the write
+    assert len(renders) == 1

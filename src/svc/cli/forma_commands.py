@@ -13,7 +13,7 @@ from typer.core import TyperCommand
 
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
-from svc.forma import FormaError, forma_properties
+from svc.forma import FormaError, RenderedForma, forma_properties
 from svc.forma.arguments import evaluate_with_arguments
 from svc.forma.project_init import init_project
 from svc.model.forma import Property
@@ -75,7 +75,7 @@ def parse_property_flags(properties: Mapping[str, Property], args: Sequence[str]
     }
 
 
-def evaluate_with_flags(file: Path, args: Sequence[str], *, command: str, mode: str) -> Any:
+def evaluate_with_flags(file: Path, args: Sequence[str], *, command: str, mode: str) -> RenderedForma:
     """Evaluates a forma with its property flags taken from ``args`` (what apply and destroy use too)."""
     try:
         return evaluate_with_arguments(file, args, parse_property_flags, command=command, mode=mode)
@@ -201,7 +201,11 @@ def eval_command(
 
     # Evaluating is over: the pkl server's compiler threads would go on taking a CPU while the forma is printed.
     stop_shared_server()
-    emit(forma.to_json(), output_consumer, output_schema, _human(output_schema))
+    try:
+        document = forma.validated().to_json()
+    except FormaError as exc:
+        raise CliError(str(exc)) from exc
+    emit(document, output_consumer, output_schema, _human(output_schema))
 
 
 @project_app.command("init")

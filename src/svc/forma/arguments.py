@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from svc.forma.errors import FormaError
-from svc.forma.evaluate import evaluate_forma, forma_properties
-from svc.model.forma import Forma, Property
+from svc.forma.evaluate import RenderedForma, forma_properties, render_forma
+from svc.model.forma import Property
 
 # The CLI's parser of property flags: the declared properties and the arguments in, the ``prop:`` values of the
 # flags the arguments give out (the values the forma does not get from its own defaults).
@@ -41,12 +41,12 @@ def read_flags(args: Sequence[str]) -> dict[str, str]:
 
 
 def evaluate_with_arguments(path: Path, args: Sequence[str], parse: FlagParser, *, command: str,
-                            mode: str) -> Forma:
+                            mode: str) -> RenderedForma:
     """The forma at ``path`` evaluated with the property flags that ``parse`` reads in ``args``: once, unless
     the arguments read plainly are not what ``parse`` makes of them."""
     read = read_flags(args)
     try:
-        forma = evaluate_forma(path, command=command, mode=mode, flags=read)
+        forma = render_forma(path, command=command, mode=mode, flags=read)
     except FormaError:
         # The arguments' own error comes first (a required flag left out may be what made the forma fail), from
         # the declarations alone, which render even when the rest of the forma does not.
@@ -57,4 +57,4 @@ def evaluate_with_arguments(path: Path, args: Sequence[str], parse: FlagParser, 
         parsed = parse(forma.properties, args)
         if parsed == read:
             return forma
-    return evaluate_forma(path, command=command, mode=mode, flags=parsed)
+    return render_forma(path, command=command, mode=mode, flags=parsed)

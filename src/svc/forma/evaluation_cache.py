@@ -14,6 +14,10 @@ reads a resource other than a ``prop:`` (``read("env:…")`` is evaluated every 
 import from elsewhere (``https:``, ``package:``, a remote package), and the document holds no secret (an opaque
 value is never written here). ``SVC_EVALUATION_CACHE=off`` turns the cache off. Anything unreadable in the
 cache counts as nothing kept.
+
+A new evaluation is written while the command goes on (``store_meanwhile``): hashing the files and writing a
+100,000-resource document took 0.8 s, which the command's submission need not wait for (the agent is planning
+meanwhile). The interpreter waits for the write at exit, and a lookup in the same process waits for it first.
 """
 
 from __future__ import annotations
@@ -22,14 +26,18 @@ import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from svc import __version__, jsontext
 from svc.forma.module_files import ModuleFiles, packages_of
-from svc.model.forma import Forma
+from svc.model.forma import LISTED_SCHEMAS
 from svc.model.opaque import opaque_fields
+from svc.model.schema import Schema
 from svc.model.values import conceal_secrets
 from svc.paths import cache_home, write_private
 from svc.pkl import find_pkl
@@ -39,6 +47,7 @@ _FORMAT = 1
 _KEPT = 16
 _OPAQUE = '"$visibility":"Opaque"'
 _log = logging.getLogger(__name__)
+_writing: dict[Path, threading.Thread] = {}  # the entries being written by this process, by path
 
 
 def cache_enabled() -> bool:
@@ -57,6 +66,9 @@ class EvaluationCache:
 
     def lookup(self) -> dict[str, Any] | None:
         """The kept document, if everything it came from is as it was; else None."""
+        written = _writing.get(self.path)
+        if written is not None:
+            written.join()
         try:
             entry = json.loads(self.path.read_bytes())
             if entry.get("Format") != _FORMAT or entry.get("Inputs") != self._inputs():
@@ -69,23 +81,49 @@ class EvaluationCache:
             return None
         return document if isinstance(document, dict) else None
 
-    def store(self, document: Mapping[str, Any], forma: Forma, project: Mapping[str, Any]) -> None:
-        """Keeps ``document`` (every resource class's descriptor in place; ``forma``, what it validated as) when it
-        may be kept; ``project``: the evaluation's project, whose local packages the forma imports from."""
+    def files(self, project: Mapping[str, Any]) -> dict[str, str] | None:
+        """The SHA-256 of every file the forma's evaluation reads, taken before Pkl reads them (a file edited
+        meanwhile then fails the next lookup instead of passing it with the old document); None for a forma that
+        is never kept. ``project``: the evaluation's project, whose local packages the forma imports from."""
         files = ModuleFiles(packages_of(project), strict=True).closure(self.forma)
-        if files is None or _holds_a_secret(forma):
-            return
+        if files is None:
+            return None
         if self._project_file is not None:
             files += [self._project_file, self._project_file.with_name("PklProject.deps.json")]
         try:
-            entry = {"Format": _FORMAT, "Inputs": self._inputs(),
-                     "Files": {str(file): _file_digest(file) for file in files}, "Document": document}
+            return {str(file): _file_digest(file) for file in files}
+        except OSError:
+            return None
+
+    def store(self, document: Mapping[str, Any], files: Mapping[str, str]) -> None:
+        """Keeps ``document`` (the forma JSON as Pkl rendered it, every descriptor in place), evaluated from
+        ``files`` (``files()``), when it may be kept."""
+        if _holds_a_secret(document):
+            return
+        try:
+            entry = {"Format": _FORMAT, "Inputs": self._inputs(), "Files": dict(files), "Document": document}
             text = jsontext.dumps(entry)  # orjson: a 100,000-resource document in a quarter of json's time
             if _OPAQUE in text:  # an Opaque envelope anywhere (or a string that reads like one)
                 return
             write_private(self.path, text, keep=_KEPT)
         except (OSError, ValueError) as exc:  # a cache that cannot be written costs the next command time only
             _log.debug("evaluation of %s not kept in %s: %s", self.forma, self.path, exc)
+
+    def store_meanwhile(self, document: Mapping[str, Any], files: Mapping[str, str]) -> None:
+        """``store`` on a thread of its own; ``document`` must not change while it runs."""
+        written = threading.Thread(target=self._store_and_forget, args=(document, files),
+                                   name=f"svc keeps {self.path.name}")
+        _writing[self.path] = written
+        written.start()
+
+    def _store_and_forget(self, document: Mapping[str, Any], files: Mapping[str, str]) -> None:
+        try:
+            self.store(document, files)
+        except Exception:  # noqa: BLE001 - a cache that cannot be written costs the next command time only
+            _log.debug("evaluation of %s not kept", self.forma, exc_info=True)
+        finally:
+            if _writing.get(self.path) is threading.current_thread():
+                del _writing[self.path]
 
     def _inputs(self) -> list[Any]:
         """What the result depends on besides the files: the properties, svc, the Pkl binary, where the project
@@ -104,11 +142,18 @@ def _file_digest(path: Path) -> str:
     return _digest(path.read_bytes())
 
 
-def _holds_a_secret(forma: Forma) -> bool:
-    """A value where a resource's descriptor says a secret goes."""
-    found: list[Any] = []
-    for resource in forma.resources:
-        conceal_secrets(resource.properties, opaque_fields(resource.schema_), found.append)
-        if found:
-            return True
+def _holds_a_secret(document: Mapping[str, Any]) -> bool:
+    """A value where a resource's descriptor says a secret goes (an Opaque envelope is found in the text). A
+    document not in a forma's shape is not kept either."""
+    try:
+        fields = [opaque_fields(Schema.model_validate(raw)) for raw in document.get(LISTED_SCHEMAS) or ()]
+        found: list[Any] = []
+        for resource in document["Resources"]:
+            opaque = fields[resource["SchemaIndex"]]
+            if opaque.holds_secret:  # most descriptors have no secret field: nothing to walk
+                conceal_secrets(resource.get("Properties") or {}, opaque, found.append)
+                if found:
+                    return True
+    except (ValidationError, LookupError, TypeError, AttributeError):
+        return True
     return False
