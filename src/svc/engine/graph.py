@@ -48,7 +48,10 @@ class Graph:
 
 
 def _edge_kind(change: ResourceChange, path: tuple[Any, ...]) -> EdgeKind:
-    hint = (change.schema.get("Hints") or {}).get(values.hint_key(path)) or {}
+    hints = change.schema.get("Hints")
+    hint = hints.get(values.hint_key(path)) if hints else None
+    if not hint:  # most references: the enum's lookup by value costs more than the rest of the edge
+        return EdgeKind.default
     if hint.get("AttachesTo"):
         return EdgeKind.attaches_to
     return EdgeKind(hint.get("EdgeKind") or "default")
@@ -76,9 +79,10 @@ def _points_at(child: ResourceChange, properties: dict[str, Any] | None, produce
 def build_graph(changes: Iterable[ResourceChange]) -> Graph:
     graph = Graph()
     for change in changes:
-        graph.nodes[change.key] = change
-        graph.waits_for[change.key] = set()
-        graph.dependents[change.key] = set()
+        key = change.key
+        graph.nodes[key] = change
+        graph.waits_for[key] = set()
+        graph.dependents[key] = set()
     builds = {c.ksuid: c for c in graph.nodes.values() if c.operation in ("create", "update")}
     deletes = {c.ksuid: c for c in graph.nodes.values() if c.operation == "delete"}
 

@@ -298,6 +298,8 @@ class _Apply:
 
     def _refuse_dangling(self, deleted: set[str]) -> None:
         """A resource this command deletes for good may not stay referenced by one it keeps."""
+        if not deleted:
+            return
         recreated = {k for k, cs in self.changes.items() if any(c.operation == "create" for c in cs)}
         dependents = []
         for ksuid in deleted - recreated:
@@ -342,6 +344,9 @@ class _Apply:
             changeset.absorbed = sorted(s for s in forma_stacks if self.inventory.modifications.get(s))
 
     def _drift_gate(self, changeset: Changeset, desired: list[Desired]) -> None:
+        stacks = sorted({r.stack for r in self.forma.resources})
+        if not any(self.inventory.modifications.get(stack) for stack in stacks):
+            return  # nothing written since the last reconcile: nothing to weigh against the forma
         named = {(d.resource.stack, d.resource.type, d.resource.label) for d in desired}
         named |= {(d.resource.stack, d.resource.type, d.resource.alias) for d in desired if d.resource.alias}
         planned = {c.ksuid for c in changeset.resources}
@@ -356,7 +361,7 @@ class _Apply:
             return m.ksuid not in planned and not (m.out_of_band and key in recreated)
 
         rejected: dict[str, Any] = {}
-        for stack in sorted({r.stack for r in self.forma.resources}):
+        for stack in stacks:
             left = [m for m in self.inventory.modifications.get(stack, []) if not absorbed(m)]
             if left:
                 rejected[stack] = {"ModifiedResources": [m.to_json() for m in left]}
