@@ -23,11 +23,16 @@ TEXTS = [
     "  edge spaces ",
     "tab\there",
     "two\nlines",
+    "Success: create FAKE::Test::Item a (stack app)\nSuccess: create FAKE::Test::Item b (stack app)",
+    "a line\n  then one with edge spaces",
+    "a line\nthen a line of exactly forty-one chars...",
+    "a :sun: and :Test: in the text",
     "wide 日本語 cells",
     "ellipsis …",
     "",
 ]
 OPTIONS = [{}, {"highlight": False}, {"markup": False}, {"highlight": False, "markup": False, "soft_wrap": True},
+           {"highlight": False, "markup": False, "soft_wrap": True, "emoji": False}, {"emoji": False},
            {"end": ""}, {"style": "bold"}]
 
 
@@ -49,7 +54,7 @@ def test_a_plain_line_is_what_rich_prints(columns: str, monkeypatch: pytest.Monk
             if line is not None:
                 taken += 1
                 assert rich_prints(text, options) == line + "\n", (text, options)
-    assert taken >= 10  # the short plain lines do take the direct path
+    assert taken >= 20  # the short plain lines do take the direct path, and the lines of finished updates
 
 
 def test_a_line_too_wide_or_a_terminal_is_left_to_rich(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,3 +76,23 @@ def test_once_rich_is_made_it_prints_everything(capsys: pytest.CaptureFixture[st
         console.print("plain again")
     assert captured.get() == "plain again\n"
     assert capsys.readouterr().out == ""
+
+
+def test_the_lines_of_finished_updates_are_written_directly(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    from svc.cli import progress
+    from svc.model.wire import ResourceUpdateView
+
+    made: list[object] = []
+    monkeypatch.setattr(progress, "console", output.LazyConsole())  # one that has not made Rich's console yet
+    monkeypatch.setattr(output.LazyConsole, "rich", property(lambda self: made.append(1)))
+    updates = [ResourceUpdateView.model_validate({
+        "ResourceId": f"k{n}", "ResourceType": "AWS::S3::Bucket", "ResourceLabel": f"logs-{n}", "StackName": "app",
+        "Operation": "create", "State": "Success"}) for n in range(3)]
+    progress.print_finished(updates)
+    assert capsys.readouterr().out == "".join(
+        f"Success: create AWS::S3::Bucket logs-{n} (stack app)\n" for n in range(3))
+    assert not made  # Rich's console was never asked for

@@ -73,22 +73,27 @@ class LazyConsole:
         setattr(self.rich, name, value)
 
 
-_PLAIN_OPTIONS = frozenset({"highlight", "markup", "soft_wrap"})
+_PLAIN_OPTIONS = frozenset({"highlight", "markup", "soft_wrap", "emoji"})
 
 
 def plain_line(objects: tuple[Any, ...], options: dict[str, Any]) -> str | None:
-    """The line ``Console().print(*objects, **options)`` would write, when it is the one string as it is (no
-    terminal, nothing Rich interprets or wraps); else None, and Rich prints it."""
+    """The text ``Console().print(*objects, **options)`` would write, when it is the one string as it is (no
+    terminal, nothing Rich interprets or wraps): a line, or lines apart by newlines; else None, and Rich prints
+    it."""
     if len(objects) != 1 or not isinstance(objects[0], str) or not _PLAIN_OPTIONS.issuperset(options):
         return None
     text: str = objects[0]
-    if not (text.isascii() and text.isprintable() and text == text.strip()):
-        return None  # wide characters, control codes, edge spaces: Rich's measure and wrapping decide
-    if (options.get("markup", True) and "[" in text) or text.count(":") > 1:  # markup; a possible :emoji: code
+    if not text.isascii() or (options.get("markup", True) and "[" in text):  # wide characters; markup
         return None
+    if options.get("emoji", True) and text.count(":") > 1:  # a possible :emoji: code
+        return None
+    width = None if options.get("soft_wrap") else _rich_width()
+    for line in text.split("\n"):
+        if not (line.isprintable() and line == line.strip()):
+            return None  # control codes, edge spaces: Rich's measure and wrapping decide
+        if width is not None and len(line) > width:
+            return None
     if _rich_sees_a_terminal():
-        return None
-    if not options.get("soft_wrap") and len(text) > _rich_width():
         return None
     return text
 

@@ -182,11 +182,12 @@ def _update_time(update: ResourceUpdateView, now: float) -> str:
 
 
 def print_finished(updates: list[ResourceUpdateView]) -> None:
-    """A line per finished update, in one print: Rich's cost is per call, and a poll may bring hundreds while the
-    agent, on the same machine, still works."""
+    """A line per finished update, in one print: a poll may bring thousands while the agent, on the same machine,
+    still works. Off a terminal they are written as they are (``console``: Rich, which rendered each line of 100,000
+    as text to wrap, is not needed for them); resource types (``AWS::S3::Bucket``) hold no emoji codes."""
     if updates:
         console.print("\n".join(update_line(update) for update in updates), highlight=False, soft_wrap=True,
-                      markup=False)
+                      markup=False, emoji=False)
 
 
 def print_end(command: CommandView, *, with_failures: bool) -> int:
