@@ -137,3 +137,27 @@ def error_missing(path: Path) -> str:
     with pytest.raises(CliError) as raised:
         read_plan(path)
     return str(raised.value)
+
+
+@pytest.mark.parametrize("changes", [[u for u in PLAN.ResourceUpdates or [] if u.Operation == "create"][:1],
+                                     PLAN.ResourceUpdates], ids=["creates", "every-operation"])
+def test_a_plan_off_a_terminal_is_what_rich_prints(changes: list[object], monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from svc.cli import output, plan_render
+
+    monkeypatch.setenv("COLUMNS", "40")
+    for variable in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(variable, raising=False)
+    simulation = SimulationView.model_validate({"ChangesRequired": True, "Command": PLAN.model_copy(
+        update={"ResourceUpdates": changes}).model_dump()})
+    printed = []
+    for plain in (True, False):  # written directly where it can be, then by Rich's styled text
+        monkeypatch.setattr(plan_render, "console", output.LazyConsole())
+        if not plain:
+            monkeypatch.setattr(plan_render, "plain_line", lambda *_: None)
+        plan_render.render_plan(simulation, "svc apply main.pkl")
+        printed.append(capsys.readouterr().out)
+        if plain:  # the creates' lines are ASCII: Rich's console is not even made for them
+            assert (plan_render.console._rich is None) == (len(changes) == 1)
+    assert printed[0] == printed[1]
+    assert "+ create  FAKE::Test::Item c (stack app)" in printed[0]

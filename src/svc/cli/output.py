@@ -89,10 +89,10 @@ def plain_line(objects: tuple[Any, ...], options: dict[str, Any]) -> str | None:
         return None
     width = None if options.get("soft_wrap") else _rich_width()
     for line in text.split("\n"):
-        if not (line.isprintable() and line == line.strip()):
-            return None  # control codes, edge spaces: Rich's measure and wrapping decide
+        if not line.isprintable():
+            return None  # control codes: Rich's to handle
         if width is not None and len(line) > width:
-            return None
+            return None  # Rich wraps it
     if _rich_sees_a_terminal():
         return None
     return text
