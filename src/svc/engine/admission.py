@@ -67,7 +67,9 @@ class Admission:
             self._open = False
 
     async def apply(self, request: ApplyRequest, caller: Caller) -> Submission:
-        forma = await asyncio.to_thread(unseal_forma, request.forma, self.sealer)  # a saved plan's forma
+        forma = request.forma
+        if request.sealed:  # a saved plan's forma
+            forma = await asyncio.to_thread(unseal_forma, forma, self.sealer)
         # Drift is looked up for --force too: it is not refused then, but a reconcile that takes it in moves the
         # stacks' baseline even when it changes nothing (``_store_baseline``).
         drift_stacks = {r.stack for r in forma.resources} if request.mode == "reconcile" else set()

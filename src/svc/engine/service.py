@@ -33,7 +33,8 @@ class Caller:
 class ApplyRequest:
     """``expected_plan``: the fingerprint (``planner.fingerprint``) of the plan the caller saw; planning anything
     else now is refused (``PlanChanged``) and changes nothing. ``seal_secrets``: a simulation also answers the forma
-    with its secrets sealed (``sealed_formas``), for a saved plan; sealed secrets in ``forma`` are opened."""
+    with its secrets sealed (``sealed_formas``), for a saved plan; sealed secrets in ``forma`` are opened, unless
+    ``sealed`` says it holds none."""
 
     forma: Forma
     mode: Literal["reconcile", "patch"]
@@ -41,6 +42,7 @@ class ApplyRequest:
     force: bool = False
     expected_plan: Mapping[str, str] | None = None
     seal_secrets: bool = False
+    sealed: bool = True  # whether ``forma`` may hold sealed secrets (the API knows from the upload's text)
 
 
 @dataclass(frozen=True)
