@@ -27,13 +27,10 @@ from urllib.parse import urlsplit
 
 from svc import __version__
 from svc.paths import cache_home, write_private
+from svc.pkl_source import IMPORT_KEYWORD, READ
 
 _FORMAT = 1
-# Whatever reads a resource: read(…), read?(…), read*(…), also with the name in backticks.
-_READ = re.compile(r"\bread`?[?*]?`?\s*\(")
-# Every import, amends or extends followed by a string (a module's URI; a class's `extends Base` is not), and those
-# of them whose string is a plain literal.
-_KEYWORD = re.compile(r'\b(?:import\*?|amends|extends)\s*\(?\s*[#"]')
+# The imports, amends and extends whose string is a plain literal (``IMPORT_KEYWORD`` finds them all).
 _TARGET = re.compile(r'\b(?:import\*?|amends|extends)\s*\(?\s*"([^"\\]*)"')
 _OWN_SCHEMES = ("svc:", "plugins:")
 _KEPT = 32  # entries (config files) kept; the least recently written go first
@@ -47,10 +44,10 @@ def self_contained(text: str, *, relative_imports: bool = False) -> bool:
     """Whether a module's value depends only on the modules it imports from ``svc:`` and ``plugins:`` (and, with
     ``relative_imports``, on modules next to it under the same scheme): it reads no resource and imports nothing
     else. False whenever the text is not plainly so."""
-    if _READ.search(text):
+    if READ.search(text):
         return False
     targets = _TARGET.findall(text)
-    if len(targets) != len(_KEYWORD.findall(text)):
+    if len(targets) != len(IMPORT_KEYWORD.findall(text)):
         return False  # a URI in a string of another kind (#"…"#, escapes): not worth the doubt
     return all(target.startswith(_OWN_SCHEMES) or (relative_imports and ":" not in target) for target in targets)
 

@@ -25,14 +25,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from svc.pkl_source import IMPORT_KEYWORD, PROP_READ, READ
+
 _CLAUSE = re.compile(r'^\s*(?:import\*?|amends|extends)\s+"([^"]*)"', re.MULTILINE)
 _EXPRESSION = re.compile(r'\bimport\*?\(\s*"([^"]*)"\s*\)')
-# Strict reading: every import-like keyword followed by a string (a class's `extends Base` is not), every glob
-# import, every read, and the reads of a literal prop: URI.
-_KEYWORD = re.compile(r'\b(?:import\*?|amends|extends)\s*\(?\s*#*"')
 _GLOB = re.compile(r"\bimport\*")
-_READ = re.compile(r"\bread`?[?*]?`?\s*\(")
-_PROP_READ = re.compile(r'\bread`?\??`?\s*\(\s*"prop:')
 _LINE_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _URI_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
@@ -124,5 +121,5 @@ def _imports(text: str) -> Iterable[str]:
 def _depends_on_files_alone(text: str, imports_found: int) -> bool:
     text = _LINE_COMMENT.sub("", text)  # documentation that shows an import or a read is neither
     return (not _GLOB.search(text)
-            and len(_KEYWORD.findall(text)) == imports_found
-            and len(_READ.findall(text)) == len(_PROP_READ.findall(text)))
+            and len(IMPORT_KEYWORD.findall(text)) == imports_found
+            and len(READ.findall(text)) == len(PROP_READ.findall(text)))
