@@ -338,14 +338,15 @@ class _Apply:
                 raise PatchRejected(f"patch mode cannot create stack(s) {', '.join(unknown)}; apply with "
                                     "--mode reconcile first", {"UnknownStacks": unknown})
         if self.request.mode == "reconcile":
+            changeset.reconciled = sorted(forma_stacks)
+            changeset.absorbed = [s for s in changeset.reconciled if self.inventory.modifications.get(s)]
             if not self.request.force:
                 self._drift_gate(changeset, desired)
-            changeset.reconciled = sorted(forma_stacks)
-            changeset.absorbed = sorted(s for s in forma_stacks if self.inventory.modifications.get(s))
 
     def _drift_gate(self, changeset: Changeset, desired: list[Desired]) -> None:
-        stacks = sorted({r.stack for r in self.forma.resources})
-        if not any(self.inventory.modifications.get(stack) for stack in stacks):
+        """Refuses a reconcile of stacks written since their last reconcile (``changeset.absorbed``, in order) by
+        other than what the forma says."""
+        if not changeset.absorbed:
             return  # nothing written since the last reconcile: nothing to weigh against the forma
         named = {(d.resource.stack, d.resource.type, d.resource.label) for d in desired}
         named |= {(d.resource.stack, d.resource.type, d.resource.alias) for d in desired if d.resource.alias}
@@ -361,8 +362,8 @@ class _Apply:
             return m.ksuid not in planned and not (m.out_of_band and key in recreated)
 
         rejected: dict[str, Any] = {}
-        for stack in stacks:
-            left = [m for m in self.inventory.modifications.get(stack, []) if not absorbed(m)]
+        for stack in changeset.absorbed:
+            left = [m for m in self.inventory.modifications[stack] if not absorbed(m)]
             if left:
                 rejected[stack] = {"ModifiedResources": [m.to_json() for m in left]}
         if rejected:
