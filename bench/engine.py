@@ -32,8 +32,8 @@ from engine_floor import Bound, count_calls, plugin_floor  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 from support.engine import fake_forma, item, make_engine, shown  # noqa: E402
-from svc.agent.collector import tune_collector  # noqa: E402
 from svc.agent.lifecycle import SWITCH_INTERVAL  # noqa: E402
+from svc.collector import tune_collector  # noqa: E402
 from svc.config.model import DatastoreConfig  # noqa: E402
 from svc.datastore import open_datastore  # noqa: E402
 from svc.engine.operations import RetryPolicy  # noqa: E402

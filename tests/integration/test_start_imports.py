@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from support.engine_worker import sqlite_config
-from svc.agent.collector import THRESHOLDS
+from svc.collector import THRESHOLDS
 from svc.datastore import open_datastore
 from svc.datastore.migrate import declared_head, head_revision
 
@@ -32,7 +32,7 @@ print(json.dumps([before, "boto3" in sys.modules]))
 _OPEN_AGAIN = """
 import json, sys
 from svc.config.model import DatastoreConfig
-from svc.agent.collector import THRESHOLDS
+from svc.collector import THRESHOLDS
 from svc.datastore import open_datastore
 from svc.pkl.ext import ext_readers
 store = open_datastore(DatastoreConfig.model_validate(json.loads(sys.argv[1])))

@@ -19,11 +19,11 @@ import uvicorn
 
 from svc import __version__
 from svc.agent.allocator import limit_arenas
-from svc.agent.collector import tune_collector
 from svc.agent.errors import AgentError
 from svc.agent.logs import configure_logging
 from svc.agent.pidfile import is_alive, remove_pid, running_pid, write_pid
 from svc.api import AgentInfo, create_app
+from svc.collector import tune_collector
 from svc.config import AgentConfig, load_config
 from svc.config.passwords import is_bcrypt_hash
 from svc.datastore import Datastore, DatastoreError, claim_single_agent, open_datastore

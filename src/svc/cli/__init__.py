@@ -3,13 +3,13 @@
 Every command (and ``svc agent start``, which becomes the agent) first imports a few hundred modules; with
 CPython's default collector thresholds the collector walked what they made again and again meanwhile, about a
 tenth of a start's CPU. So the collector runs on the agent's thresholds from here on (the agent then also moves
-what its start made out of the collector's sight: ``svc.agent.collector``).
+what its start made out of the collector's sight: ``svc.collector``).
 """
 
 import gc
 import sys
 
-from svc.agent.collector import THRESHOLDS
+from svc.collector import THRESHOLDS
 
 gc.set_threshold(*THRESHOLDS)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+from svc.collector import settle
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.engine.change_execution import Steps
@@ -48,6 +49,8 @@ class Runs:
             self._runs.pop(command_id, None)
             self._tasks.pop(command_id, None)
             run.dispatched.set()  # a task canceled before it ran never set it
+            # Once the run is dropped (after this callback): its frozen objects are garbage now.
+            asyncio.get_running_loop().call_soon(settle)
 
         task.add_done_callback(forget)
         return run

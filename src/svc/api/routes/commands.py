@@ -13,6 +13,7 @@ from svc.api.command_views import cancel_response
 from svc.api.problems import bad_request, not_found
 from svc.api.responses import JSONResponse
 from svc.api.submission import read_submission
+from svc.collector import admitting
 from svc.datastore import COMMAND_FIELDS, parse_query
 from svc.engine.service import ApplyRequest
 
@@ -56,12 +57,13 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
                      "new baseline).")
 async def submit_command(request: Request) -> Response:
     caller = deps.caller(request)
-    submission = await read_submission(request)
-    service = deps.service(request)
-    if isinstance(submission, ApplyRequest):
-        submitted = await service.apply(submission, caller)
-    else:
-        submitted = await service.destroy(submission, caller)
+    with admitting():  # what this makes lives as long as its command: kept out of the collector's walks
+        submission = await read_submission(request)
+        service = deps.service(request)
+        if isinstance(submission, ApplyRequest):
+            submitted = await service.apply(submission, caller)
+        else:
+            submitted = await service.destroy(submission, caller)
     parts = await deps.in_thread(submit_parts, submitted, caller)
     started = submitted.changes_required and not submission.simulate
     if not started:
