@@ -3,9 +3,9 @@
 The agent allocates in bursts of many small, mostly long-lived objects: a submission's forma, its plan, its
 graph and its changes, alive until the command ends. Reference counting frees almost everything anyway (the
 collector only exists for cycles), yet CPython's collector walks each of those objects when it is young, again in
-the middle generation, and then in every full collection while it lives: a full collection walks every live
-object whenever the old generation has grown by a quarter, so a 100,000-resource apply spent ~10 s of the agent's
-CPU walking its own command again and again. Hence:
+the middle generation, and then in every full collection while it lives (one whenever the old generation has grown
+by a quarter): 3.7 s of a 100,000-resource apply's CPU, 1.3 s of it before the first plugin call, and 4.8 s of its
+destroy's (``docs/performance.md``). Hence:
 
 * larger thresholds than CPython's (``THRESHOLDS``), from the CLI's first import on (``svc agent start`` is a CLI
   command); at start-up the agent moves what exists out of the collector's sight (``tune_collector``);
