@@ -3,8 +3,8 @@
 Prints, for chains of references (N/10 chains of 10) at zero plugin latency: the apply from submission
 to Success, the no-op re-apply (plan only), and the destroy, at 1,000 and 10,000 resources, each with the
 CPU seconds the process spent and the seconds its cyclic collector ran (each submission admitted as the agent's
-API admits it: ``svc.collector.admitting``); then, with 20 ms latency per plugin call, 400 resources in chains of depth 4:
-wall time ÷ the lower bound set by the critical path and the in-flight limit (``engine_floor`` says exactly
+API admits it: ``svc.collector.admitting``); then, with 20 ms latency per plugin call, 400 resources in chains of
+depth 4: wall time ÷ the lower bound set by the critical path and the in-flight limit (``engine_floor`` says exactly
 how the bound is computed, and measures the FAKE plugin's own share), ``--repeat`` times (the first run pays
 the process's cold caches: SQL compilation, lazy imports). Ends with the process's peak RSS. Figures only.
 
