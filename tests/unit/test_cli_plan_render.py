@@ -39,8 +39,9 @@ PLAN = CommandView.model_validate({"CommandId": "", "Command": "apply", "Mode": 
                               {"op": "remove", "path": "/Gone"}]),
         update("a", "delete", OldProperties={"Token": "t1", "Value": "v"}, GroupId="G",
                CreateOnlyPatch=[{"op": "replace", "path": "/Token", "value": "t2"}],
+               PatchDocument=[{"op": "replace", "path": "/Value", "value": "w"}],
                StateMessage="create-only field(s) changed: Token"),
-        update("a", "create", Properties={"Token": "t2", "Value": "v"}, GroupId="G",
+        update("a", "create", Properties={"Token": "t2", "Value": "w"}, GroupId="G",
                StateMessage="create-only field(s) changed: Token"),
     ]})
 
@@ -50,6 +51,7 @@ def test_each_change_shows_what_it_does_to_the_properties() -> None:
         "+ create  target cloud",
         "± replace FAKE::Test::Item a (stack app): create-only field(s) changed: Token",
         '    /Token: "t1" → "t2"',
+        '    /Value: "v" → "w"',  # the replace's other changes, after what forces it
         "~ update  FAKE::Test::Item b (stack app)",
         "    /Value:",
         "      @@ -1,3 +1,3 @@",

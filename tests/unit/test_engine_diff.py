@@ -66,6 +66,14 @@ def test_required_on_update_is_resent_in_plain_text_with_another_change():
     assert values.digest("pw") in str(masked)
 
 
+def test_a_replace_lists_its_other_changes_without_the_fields_an_update_would_resend():
+    # A replace sends no update: AdminPassword (requiredOnUpdate) is not a change of the new server.
+    stored = {"Size": "s", "Image": "i1", "AdminPassword": values.hashed_secret(secret("pw"))}
+    patch = generate_patch(stored, {"Size": "m", "Image": "i2", "AdminPassword": secret("pw")}, SERVER, exact=True)
+    assert patch.create_only == [{"op": "replace", "path": "/Image", "value": "i2"}]
+    assert patch.ops == [{"op": "replace", "path": "/Size", "value": "m"}]
+
+
 def test_provider_default_taken_when_the_user_omits_it():
     assert generate_patch({"Cidr": "c", "Mtu": 1500}, {"Cidr": "c"}, NETWORK, exact=True).empty
     patch = generate_patch({"Cidr": "c", "Mtu": 1500}, {"Cidr": "c", "Mtu": 9000}, NETWORK, exact=True)

@@ -63,6 +63,16 @@ def test_create_only_change_is_a_replace_pair_with_a_reason():
     assert "Token" in delete.reason
 
 
+def test_a_replace_carries_its_other_changes_for_the_plan_with_secrets_hashed():
+    inv = inventory(stored("K1", "T::Storage::Bucket", "b", {"Name": "n1", "Version": "1"}))
+    key = {"$value": "k-123", "$visibility": "Opaque", "$strategy": "Update"}
+    cs = apply(forma(resource("b", "T::Storage::Bucket", {"Name": "n2", "Version": "2", "ApiKey": key})), inv)
+    delete = next(c for c in cs.resources if c.operation == "delete")
+    assert delete.create_only_patch == [{"op": "replace", "path": "/Name", "value": "n2"}]
+    assert sorted((op["op"], op["path"]) for op in delete.patch) == [("add", "/ApiKey"), ("replace", "/Version")]
+    assert "k-123" not in json.dumps(delete.patch)
+
+
 def test_reconcile_deletes_what_the_forma_dropped_and_patch_does_not():
     inv = inventory(stored("K1", "T::Test::Item", "a", {"Value": "1"}),
                     stored("K2", "T::Test::Item", "b", {"Value": "2"}))

@@ -13,8 +13,9 @@ properties, then Terraform's summary line.
     Plan: 2 to add, 1 to change, 2 to destroy.
 
 A create lists the properties it sets, an update each changed property, a replace its create-only changes (what
-forces it), a delete what goes; every property change is shown as ``svc.cli.property_changes`` shows it. The
-summary counts resources as Terraform does: a replace is one to add and one to destroy.
+forces it) and then its other changes, a delete what goes; every property change is shown as
+``svc.cli.property_changes`` shows it. The summary counts resources as Terraform does: a replace is one to add and
+one to destroy.
 """
 
 from __future__ import annotations
@@ -112,9 +113,9 @@ def _resource_details(operation: str, update: ResourceUpdateView, created: Resou
     if operation == "update":
         return change_lines(patch_changes(update.PatchDocument, update.OldProperties), max_fields=None,
                             max_value=None)
-    if operation == "replace":
-        return change_lines(patch_changes(update.CreateOnlyPatch, update.OldProperties), max_fields=None,
-                            max_value=None)
+    if operation == "replace":  # what forces it first, then what else the new resource changes
+        return change_lines(patch_changes([*(update.CreateOnlyPatch or ()), *(update.PatchDocument or ())],
+                                          update.OldProperties), max_fields=None, max_value=None)
     if operation == "delete":
         return value_lines(update.OldProperties)
     return []

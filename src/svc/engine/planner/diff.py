@@ -192,13 +192,19 @@ def plain_sides(stored: Json, desired: Json, schema: Schema, *, resend: bool = T
 
 
 def generate_patch(stored: Json, desired: Json, schema: Schema, *, exact: bool) -> Patch:
-    """The update's patch; empty when nothing but re-sent ``requiredOnUpdate`` fields would change."""
-    if _ops(stored, desired, schema, exact=exact, resend=False) == []:
+    """The update's patch; empty when nothing but re-sent ``requiredOnUpdate`` fields would change. With
+    create-only changes (a replace: nothing is sent as an update) the other ops are only what changes."""
+    changed = _ops(stored, desired, schema, exact=exact, resend=False)
+    if not changed:
         return Patch()
-    ops = _ops(stored, desired, schema, exact=exact, resend=True)
-    mutable = [op for op in ops if not is_create_only(op["path"], schema)]
-    create_only = [op for op in ops if is_create_only(op["path"], schema)]
-    return Patch(mutable, create_only)
+    if any(is_create_only(op["path"], schema) for op in changed):
+        return _split(changed, schema)
+    return _split(_ops(stored, desired, schema, exact=exact, resend=True), schema)
+
+
+def _split(ops: list[Op], schema: Schema) -> Patch:
+    return Patch([op for op in ops if not is_create_only(op["path"], schema)],
+                 [op for op in ops if is_create_only(op["path"], schema)])
 
 
 def _ops(stored: Json, desired: Json, schema: Schema, *, exact: bool, resend: bool) -> list[Op]:

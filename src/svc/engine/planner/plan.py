@@ -163,6 +163,8 @@ class _Apply:
                                     target_config=self.target_config(stored.target, old=True),
                                     namespace=self.namespace(stored.target),
                                     create_only_patch=mask_patch(patch.create_only, desired, schema) or None,
+                                    # What else the new resource changes, for the plan to show.
+                                    patch=mask_patch(patch.ops, desired, schema) or None,
                                     group_id=group_id, reason=reason,
                                     **{**common, "target": stored.target, "label": stored.label,
                                        "stack": stored.stack})
