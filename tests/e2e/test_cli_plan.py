@@ -146,6 +146,44 @@ def test_a_file_that_is_not_a_saved_plan_is_a_one_line_error(world: World) -> No
     assert world.cloud.resources() == {}
 
 
+def test_a_destroy_is_planned_saved_and_applied_exactly_like_an_apply(world: World) -> None:
+    path = world.forma(item("a", "v1") + item("b", "x") + vault("pw-destroy-9c0d"), imports=IMPORTS)
+    assert world.apply(path).returncode == 0
+    calls = len(world.cloud.calls())
+
+    planned = world.svc("plan", "--destroy", str(path), "--detailed-exitcode")
+    assert planned.returncode == 2, planned.stdout + planned.stderr
+    lines = plan_lines(planned.stdout)
+    assert "- delete  FAKE::Test::Item a (stack app)" in lines and lines[-1] == "Plan: 0 to add, 0 to change, 3 to destroy."
+    assert "pw-destroy" not in planned.stdout
+    assert len(world.cloud.calls()) == calls  # planning changed nothing
+    wrong = world.svc("plan", "--destroy", "--mode", "patch", str(path))
+    assert wrong.returncode == 1 and wrong.stderr.startswith("Error: --mode: how an apply treats the forma")
+    wrong = world.svc("plan", "--on-dependents", "cascade", str(path))
+    assert wrong.returncode == 1 and "use it with --destroy" in wrong.stderr
+
+    saved = world.directory / "destroy.plan"
+    assert world.svc("plan", "--destroy", "-o", str(saved), str(path)).returncode == 0
+    text = saved.read_text()
+    assert "pw-destroy-9c0d" not in text and '"$sealed"' in text
+    assert json.loads(text)["Command"] == "destroy" and json.loads(text)["OnDependents"] == "abort"
+    # A resource added to the forma's stack meanwhile is not what the plan deletes, but one it deletes changed:
+    # the plan is refused, and nothing is destroyed.
+    assert world.apply(world.forma(item("a", "v2") + item("b", "x") + vault("pw-destroy-9c0d"), imports=IMPORTS,
+                                   name="theirs.pkl")).returncode == 0
+    refused = world.svc("apply", str(saved), "--yes")
+    assert refused.returncode == 1 and "(PlanChanged)" in refused.stderr
+    assert set(world.inventory()) == {"a", "b", "vault"}
+
+    assert world.svc("plan", "--destroy", "-o", str(saved), str(path)).returncode == 0
+    applied = world.svc("apply", str(saved), "--yes", "--wait")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert f"svc apply {saved} (saved by: svc plan --destroy --on-dependents abort {path})" in applied.stdout
+    assert world.inventory() == {} and world.cloud.resources() == {}
+    nothing = world.svc("plan", "--destroy", str(path), "--detailed-exitcode")
+    assert nothing.returncode == 0 and "No resources to destroy: nothing managed matches the forma." in nothing.stdout
+
+
 def run_in_terminal(world: World, *args: str, before_answer: Callable[[], Any]) -> tuple[int, str]:
     """The CLI on a pseudo-terminal (so it asks); ``before_answer`` runs once it asks, then it is answered yes."""
     return run_svc_on_terminal(*args, "--config", str(world.agent.config), answer="y",

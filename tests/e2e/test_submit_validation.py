@@ -87,6 +87,9 @@ APPLY = {"command": "apply", "mode": "reconcile"}
     ({"command": "destroy", "query": "stack:a", "on-dependents": "ignore"}, None,
      "on-dependents form field must be abort or cascade, not 'ignore'"),
     ({"command": "destroy", "query": "stack:a", "force": "true"}, None, "force form field belongs to apply"),
+    ({"command": "destroy", "query": "stack:a", "simulate": "true", "seal-secrets": "true"}, None,
+     "a destroy by query has none"),
+    ({"command": "destroy", "seal-secrets": "true"}, json.dumps(VALID_FORMA).encode(), "send it with simulate=true"),
     ({**APPLY, "colour": "red"}, json.dumps(VALID_FORMA).encode(), "unknown form field(s) colour"),
 ], ids=lambda value: None)
 def test_malformed_submissions_are_400_and_store_nothing(agent: Agent, fields: dict[str, str], file: bytes | None,

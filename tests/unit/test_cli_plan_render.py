@@ -134,6 +134,15 @@ def test_a_saved_plan_is_read_back_as_written_and_a_damaged_one_is_a_one_line_er
     assert "does not exist" in error_missing(tmp_path / "nowhere.out")
     assert FORMAT == "svc-plan/1"
 
+    destroy = SavedPlan(source="main.pkl", mode="reconcile", force=False, plan=simulation, forma=saved.forma,
+                        command="destroy", on_dependents="cascade")
+    write_plan(path, destroy)
+    again = read_plan(path)
+    assert (again.command, again.on_dependents) == ("destroy", "cascade")
+    assert again.title == "svc plan --destroy --on-dependents cascade main.pkl"
+    assert "is damaged" in error(json.dumps({**saved.to_json(), "OnDependents": "cascade"}))  # an apply's plan
+    assert "is damaged" in error(json.dumps({**destroy.to_json(), "OnDependents": None}))
+
 
 def error_missing(path: Path) -> str:
     with pytest.raises(CliError) as raised:

@@ -71,10 +71,7 @@ async def _apply(form: FormData) -> ApplyRequest:
         raise bad_request(f"the file form field is required for apply: {_HOW}")
     forma = parse_forma(content)
     simulate = _flag(form, "simulate")
-    seal_secrets = _flag(form, "seal-secrets")
-    if seal_secrets and not simulate:
-        raise bad_request("the seal-secrets form field asks a simulation for the forma to save with its plan; "
-                          "send it with simulate=true")
+    seal_secrets = _seal_secrets(form, simulate)
     return ApplyRequest(forma=forma, mode=mode, simulate=simulate, force=_flag(form, "force"),
                         expected_plan=_expected_plan(form), seal_secrets=seal_secrets, sealed=may_hold_sealed(content))
 
@@ -89,8 +86,6 @@ def may_hold_sealed(content: bytes) -> bool:
 async def _destroy(form: FormData) -> DestroyRequest:
     if _flag(form, "force"):
         raise bad_request("the force form field belongs to apply; destroy has on-dependents instead")
-    if _flag(form, "seal-secrets"):
-        raise bad_request("the seal-secrets form field belongs to apply: a destroy's forma needs no secrets")
     on_dependents = _text(form, "on-dependents") or "abort"
     if on_dependents not in ("abort", "cascade"):
         raise bad_request(f"the on-dependents form field must be abort or cascade, not {on_dependents!r}")
@@ -107,8 +102,21 @@ async def _destroy(form: FormData) -> DestroyRequest:
             raise HttpProblem(400, {"error": "InvalidQueryError", "data": {"Reason": str(error)},
                                     "message": str(error)}) from None
     mode: Literal["abort", "cascade"] = "cascade" if on_dependents == "cascade" else "abort"
-    return DestroyRequest(forma=forma, query=query or None, simulate=_flag(form, "simulate"), on_dependents=mode,
-                          expected_plan=_expected_plan(form))
+    simulate = _flag(form, "simulate")
+    seal_secrets = _seal_secrets(form, simulate)
+    if seal_secrets and forma is None:
+        raise bad_request("the seal-secrets form field asks for the forma to save with the plan; a destroy by query "
+                          "has none")
+    return DestroyRequest(forma=forma, query=query or None, simulate=simulate, on_dependents=mode,
+                          expected_plan=_expected_plan(form), seal_secrets=seal_secrets)
+
+
+def _seal_secrets(form: FormData, simulate: bool) -> bool:
+    seal_secrets = _flag(form, "seal-secrets")
+    if seal_secrets and not simulate:
+        raise bad_request("the seal-secrets form field asks a simulation for the forma to save with its plan; "
+                          "send it with simulate=true")
+    return seal_secrets
 
 
 def _expected_plan(form: FormData) -> dict[str, str] | None:

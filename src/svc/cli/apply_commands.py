@@ -8,7 +8,8 @@ like human mode without a terminal. Otherwise it submits once and prints one doc
 ``{"CommandId": …}`` (null when nothing needed to change and no command was stored), or with ``--wait`` the
 finished command as ``svc command status ID`` prints it (``{"Commands": [the command]}``).
 
-``svc apply PLANFILE`` applies a plan ``svc plan -o`` saved (``svc.cli.plan_files``): exactly it, or nothing.
+``svc apply PLANFILE`` applies a plan ``svc plan -o`` saved (``svc.cli.plan_files``), an apply's or a destroy's:
+exactly it, or nothing.
 
 The renderers of plans and progress (``svc.cli.plan_render``, ``svc.cli.watch``: Rich) are imported where they are
 used: a command with nothing to change prints one line and loads no Rich (``svc.cli.output``).
@@ -28,7 +29,7 @@ import typer
 from svc.cli import agent_api
 from svc.cli.agent_errors import AgentRefused, moved_listing
 from svc.cli.client import AgentClient, connect
-from svc.cli.common import ConfigOption
+from svc.cli.common import ConfigOption, given_options
 from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
@@ -120,16 +121,15 @@ def destroy_command(
 
 def _saved_submission(ctx: typer.Context, file: Path, saved: SavedPlan, yes: bool, wait: bool) -> Submission:
     """The submission of a saved plan: its forma, mode and force, and its fingerprint as the plan expected."""
-    # By name: Typer bundles its own Click, whose ParameterSource is not click's.
-    given = [f"--{name}" for name in ("mode", "force", "simulate")
-             if getattr(ctx.get_parameter_source(name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")]
+    given = given_options(ctx, "mode", "force", "simulate")
     if given or ctx.args:
         extra = " ".join([*given, *ctx.args])
         raise CliError(f"{extra}: a saved plan is applied as it was made (its mode, force and properties are in "
                        f"it); make the plan again with them: svc plan -o {file} ... {saved.source}")
-    return Submission("apply", f"svc apply {file} (saved by: {saved.title})", saved.forma,
-                      {"mode": saved.mode, "force": saved.force}, yes=yes, wait=wait,
-                      expected_plan=saved.plan.Fingerprint)
+    fields = {"on_dependents": saved.on_dependents} if saved.command == "destroy" else \
+        {"mode": saved.mode, "force": saved.force}
+    return Submission(saved.command, f"svc apply {file} (saved by: {saved.title})", saved.forma, fields, yes=yes,
+                      wait=wait, expected_plan=saved.plan.Fingerprint)
 
 
 def _run(config: Path | None, submission: Submission, consumer: Consumer, schema: Schema) -> int:

@@ -108,7 +108,7 @@ COMMANDS = {
                            "must match the agent).", _upgrade),
     "eval": LazyCommand("Evaluate a forma and print the forma JSON that apply would send; the forma's properties "
                         "are flags.", _eval),
-    "plan": LazyCommand("Show what applying a forma would change (a diff of each resource's properties); change "
+    "plan": LazyCommand("Show what applying a forma, or destroying it (--destroy), would change, as a diff; change "
                         "nothing.", _plan),
     "apply": LazyCommand("Apply a forma: simulate, show the plan, confirm, then follow the changes until done. Given "
                          "a saved plan\n(svc plan -o), apply exactly it, or nothing if the inventory moved since it "

@@ -9,7 +9,9 @@ A plan file is plain JSON a reader can check::
 
 Applying it submits ``Forma`` with ``Plan.Fingerprint`` as the plan it expects: the agent opens the secrets, plans
 again under its admission lock and goes ahead only if that is exactly the saved plan (else 409 ``PlanChanged``,
-and nothing changes). No secret is in it in plain text: the agent sealed them under its own key.
+and nothing changes). No secret is in it in plain text: the agent sealed them under its own key. A destroy's plan
+(``svc plan --destroy -o FILE``) says ``"Command": "destroy"`` and ``"OnDependents"`` in place of the mode and
+force, and is applied as that destroy.
 """
 
 from __future__ import annotations
@@ -34,21 +36,27 @@ _HOW = "make one with: svc plan -o FILE FORMA.pkl"
 @dataclass(frozen=True)
 class SavedPlan:
     source: str  # the forma file it was made from, as given
-    mode: str
-    force: bool
+    mode: str  # an apply's
+    force: bool  # an apply's
     plan: SimulationView
     forma: dict[str, Any]  # secrets sealed
     created_at: str = ""
     svc_version: str = __version__
+    command: str = "apply"
+    on_dependents: str | None = None  # a destroy's
 
     @property
     def title(self) -> str:
+        if self.command == "destroy":
+            return f"svc plan --destroy --on-dependents {self.on_dependents} {self.source}"
         return f"svc plan --mode {self.mode}{' --force' if self.force else ''} {self.source}"
 
     def to_json(self) -> dict[str, Any]:
         return _PlanFile(CreatedAt=self.created_at or datetime.now(UTC).isoformat(timespec="seconds"),
-                         SvcVersion=self.svc_version, Source=self.source, Mode=self.mode,  # type: ignore[arg-type]
-                         Force=self.force, Plan=self.plan, Forma=self.forma).model_dump(mode="json", exclude_none=True)
+                         SvcVersion=self.svc_version, Source=self.source,
+                         Command=self.command, Mode=self.mode, Force=self.force,  # type: ignore[arg-type]
+                         OnDependents=self.on_dependents, Plan=self.plan,  # type: ignore[arg-type]
+                         Forma=self.forma).model_dump(mode="json", exclude_none=True)
 
 
 class _PlanFile(BaseModel):
@@ -62,9 +70,10 @@ class _PlanFile(BaseModel):
     CreatedAt: str = ""
     SvcVersion: str = ""
     Source: str
-    Command: Literal["apply"] = "apply"
+    Command: Literal["apply", "destroy"] = "apply"
     Mode: Literal["reconcile", "patch"]
     Force: StrictBool
+    OnDependents: Literal["abort", "cascade"] | None = None
     Plan: SimulationView
     Forma: dict[str, Any]
 
@@ -120,8 +129,11 @@ def read_plan(path: Path) -> SavedPlan:
         raise CliError(f"the plan {path} is damaged ({error.error_count()} invalid field(s)); {_HOW}") from None
     if saved.Plan.Fingerprint is None:
         raise CliError(f"the plan {path} is damaged (it has no fingerprint); {_HOW}")
+    if (saved.Command == "destroy") != (saved.OnDependents is not None):
+        raise CliError(f"the plan {path} is damaged (OnDependents belongs to a destroy's plan, and only there); {_HOW}")
     return SavedPlan(source=saved.Source, mode=saved.Mode, force=saved.Force, plan=saved.Plan, forma=saved.Forma,
-                     created_at=saved.CreatedAt, svc_version=saved.SvcVersion)
+                     created_at=saved.CreatedAt, svc_version=saved.SvcVersion, command=saved.Command,
+                     on_dependents=saved.OnDependents)
 
 
 def _format_of(document: Any) -> Any:

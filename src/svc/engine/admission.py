@@ -95,7 +95,12 @@ class Admission:
             description = (request.forma.description.text or "", request.forma.description.confirm)
         else:
             raise InvalidForma("destroy needs a forma or a query", {})
-        return await self._submit(plan_request, set(), caller, request.simulate, description, request.expected_plan)
+        submission = await self._submit(plan_request, set(), caller, request.simulate, description,
+                                        request.expected_plan)
+        if request.simulate and request.seal_secrets and request.forma is not None:
+            sealed = await asyncio.to_thread(seal_forma, request.forma, self.sealer, self.catalog)
+            submission = replace(submission, sealed_forma=sealed)
+        return submission
 
     async def _submit(self, request: PlanRequest, drift_stacks: set[str], caller: Caller, simulate: bool,
                       description: tuple[str, bool], expected: Mapping[str, str] | None) -> Submission:

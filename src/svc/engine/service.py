@@ -54,6 +54,7 @@ class DestroyRequest:
     simulate: bool = False
     on_dependents: Literal["abort", "cascade"] = "abort"
     expected_plan: Mapping[str, str] | None = None  # as for apply
+    seal_secrets: bool = False  # as for apply; the destroy itself reads no property, so sealed ones stay sealed
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ _SUBMIT_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
         "file": {"type": "string", "format": "binary", "description": "forma.json: the evaluated forma"},
         "expected-plan": {"type": "string", "description": "the Fingerprint a simulation answered (JSON): go "
                           "ahead only if the agent still plans exactly that, else 409 PlanChanged"},
-        "seal-secrets": {"type": "boolean", "default": False, "description": "apply with simulate only: also "
+        "seal-secrets": {"type": "boolean", "default": False, "description": "with simulate and a file only: also "
                          "answer SealedForma, the forma with its secrets sealed under the agent's key"},
     }}}}}}
 _ERRORS: dict[int | str, dict[str, Any]] = {
