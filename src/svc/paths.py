@@ -29,20 +29,26 @@ def cache_home() -> Path:
     return Path(base) / "svc"
 
 
-def write_private(path: Path, text: str, *, keep: int | None = None) -> None:
-    """Replaces ``path`` by a file of ``text`` (mode 0600, atomically: a reader sees one file whole) in a private
-    directory; with ``keep``, the directory then holds at most the ``keep`` latest-written ``*.json`` files."""
-    import tempfile  # only when writing: most commands read what is cached, if anything
-
-    private_dir(path.parent)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+def replace_file(path: Path, data: str | bytes, *, mode: int = 0o666) -> None:
+    """Replaces ``path`` by a file of ``data`` (text as UTF-8) atomically: a reader sees the old file or the new one
+    whole, never a part of it. ``mode`` as for ``os.open`` (the umask applies). The directory must exist; a failure
+    (``OSError``) leaves ``path`` as it was and no temporary file."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        temporary.unlink(missing_ok=True)
         raise
+
+
+def write_private(path: Path, text: str, *, keep: int | None = None) -> None:
+    """Replaces ``path`` by a file of ``text`` (mode 0600, atomically) in a private directory; with ``keep``, the
+    directory then holds at most the ``keep`` latest-written ``*.json`` files."""
+    private_dir(path.parent)
+    replace_file(path, text, mode=0o600)
     if keep is not None:
         entries = sorted(path.parent.glob("*.json"), key=lambda entry: entry.stat().st_mtime_ns, reverse=True)
         for stale in entries[keep:]:

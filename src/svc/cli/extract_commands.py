@@ -7,7 +7,6 @@ evaluated as ``svc eval`` would, so a file that cannot be applied is never repor
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +21,7 @@ from svc.config import cli_config
 from svc.forma import FormaError, evaluate_forma
 from svc.forma.extract import DEFAULT_UNMANAGED_STACK, Extraction, ExtractOptions, generate, namespaces, resource_types
 from svc.forma.extract_catalog import ExtractError, load_catalog
+from svc.paths import replace_file
 
 
 def extract_command(
@@ -70,13 +70,10 @@ def extract_command(
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(text, encoding="utf-8")
-        temporary.replace(path)  # never half a file where the user's was
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, text)  # never half a file where the user's was
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 

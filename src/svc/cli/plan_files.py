@@ -17,7 +17,6 @@ force, and is applied as that destroy.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 from svc import __version__
 from svc.cli.errors import CliError
 from svc.model.wire import SimulationView
+from svc.paths import replace_file
 
 FORMAT = "svc-plan/1"
 _HOW = "make one with: svc plan -o FILE FORMA.pkl"
@@ -93,15 +93,9 @@ def is_saved_plan(path: Path) -> bool:
 def write_plan(path: Path, saved: SavedPlan) -> None:
     """Writes the plan (readable by its owner only, as Terraform's: it says what the infrastructure is), whole or
     not at all."""
-    partial = path.with_name(f".{path.name}.partial")
     try:
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(saved.to_json(), handle, ensure_ascii=False, indent=1)
-            handle.write("\n")
-        partial.replace(path)
+        replace_file(path, json.dumps(saved.to_json(), ensure_ascii=False, indent=1) + "\n", mode=0o600)
     except OSError as error:
-        partial.unlink(missing_ok=True)
         raise CliError(f"cannot write the plan to {path}: {error.strerror or error}") from None
 
 

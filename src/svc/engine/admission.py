@@ -78,8 +78,7 @@ class Admission:
                                         (forma.description.text or "", forma.description.confirm),
                                         request.expected_plan)
         if request.simulate and request.seal_secrets:
-            sealed = await asyncio.to_thread(seal_forma, forma, self.sealer, self.catalog)
-            submission = replace(submission, sealed_forma=sealed)
+            submission = await self._with_sealed_forma(submission, forma)
         return submission
 
     async def destroy(self, request: DestroyRequest, caller: Caller) -> Submission:
@@ -98,9 +97,13 @@ class Admission:
         submission = await self._submit(plan_request, set(), caller, request.simulate, description,
                                         request.expected_plan)
         if request.simulate and request.seal_secrets and request.forma is not None:
-            sealed = await asyncio.to_thread(seal_forma, request.forma, self.sealer, self.catalog)
-            submission = replace(submission, sealed_forma=sealed)
+            submission = await self._with_sealed_forma(submission, request.forma)
         return submission
+
+    async def _with_sealed_forma(self, submission: Submission, forma: Forma) -> Submission:
+        """A simulation's answer with the forma to save with its plan, each secret sealed."""
+        sealed = await asyncio.to_thread(seal_forma, forma, self.sealer, self.catalog)
+        return replace(submission, sealed_forma=sealed)
 
     async def _submit(self, request: PlanRequest, drift_stacks: set[str], caller: Caller, simulate: bool,
                       description: tuple[str, bool], expected: Mapping[str, str] | None) -> Submission:

@@ -24,6 +24,7 @@ from typing import Any
 
 from svc import __version__
 from svc.forma.module_files import ModuleFiles, Package, packages_of
+from svc.paths import replace_file
 from svc.pkl import find_pkl
 from svc.schema.extract import default_cache_dir
 
@@ -127,9 +128,7 @@ class DescriptorCache:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps({"Format": _FORMAT, "Classes": self.entries}, separators=(",", ":")))
-            temporary.replace(self.path)
+            replace_file(self.path, json.dumps({"Format": _FORMAT, "Classes": self.entries}, separators=(",", ":")))
         except OSError as exc:  # a cache that cannot be written costs the next evaluation time, nothing else
             _log.debug("descriptor cache not written to %s: %s", self.path, exc)
         self.changed = False

@@ -28,7 +28,7 @@ from pydantic import TypeAdapter
 from svc import __version__
 from svc.model.lazy import LazyMapping
 from svc.model.schema import ResourceDescriptor
-from svc.paths import cache_home
+from svc.paths import cache_home, replace_file
 from svc.pkl import EvaluationRequest, PklError, shared_server
 from svc.pkl.packages import implicit_environment, plugin_package, svc_package
 from svc.plugins import InstalledPlugin
@@ -102,9 +102,7 @@ def write_cache(path: Path, texts: dict[str, str]) -> None:
     type as one JSON object. Atomic: a reader never sees half a file."""
     body = json.dumps(texts, separators=(",", ":")).encode()
     header = json.dumps({"Format": _FORMAT, "Sha256": hashlib.sha256(body).hexdigest()}).encode()
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_bytes(header + b"\n" + body)
-    temporary.replace(path)
+    replace_file(path, header + b"\n" + body)
 
 
 def read_cache(path: Path) -> dict[str, str]:
