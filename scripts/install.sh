@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything svc needs into ./.venv: the project (editable), its dev tools when
 # asked (--dev), and the pinned native Pkl binary from package-lock.json.
-# Idempotent: a second run only re-checks what is there.
+# Idempotent: a second run only re-checks what is there (remove .venv/.svc-install to reinstall all).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -16,12 +16,31 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$python" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-echo "==> installing svc${extras} into $venv"
-"$venv/bin/python" -m pip install --quiet -e ".${extras}"
+
+# An editable package is installed again only when its pyproject.toml (or the extras asked for) changed since
+# its last install here: reinstalling removes its files for a moment, and a command started meanwhile (an agent,
+# a test suite while the quick start runs this) would not find them. Code changes need no reinstall.
+stamps="$venv/.svc-install"
+mkdir -p "$stamps"
+install_editable() {  # DIRECTORY EXTRAS
+  local directory=$1 extras=$2 name stamp
+  name="$(sed -n 's/^name = "\(.*\)"$/\1/p' "$directory/pyproject.toml" | head -n 1)"
+  stamp="$(sha256sum < "$directory/pyproject.toml" | cut -d' ' -f1)"
+  if [[ -f "$stamps/$name" ]] && compgen -G "$venv/lib/python*/site-packages/${name//-/_}-*.dist-info" >/dev/null; then
+    read -r kept kept_extras < "$stamps/$name" || true
+    if [[ "$kept" == "$stamp" && ( -z "$extras" || "${kept_extras:-}" == "$extras" ) ]]; then
+      echo "==> $name${extras}: installed already"
+      return
+    fi
+  fi
+  echo "==> installing $name${extras} into $venv"
+  "$venv/bin/python" -m pip install --quiet -e "$directory${extras}"
+  echo "$stamp $extras" > "$stamps/$name"
+}
+install_editable . "$extras"
 for plugin in plugins/*/; do
   [[ -f "$plugin/pyproject.toml" ]] || continue
-  echo "==> installing plugin $(basename "$plugin")"
-  "$venv/bin/python" -m pip install --quiet -e "$plugin"
+  install_editable "${plugin%/}" ""
 done
 
 # The Pkl binary: pinned (with its checksum) in package-lock.json, copied next to the
