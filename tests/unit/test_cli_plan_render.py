@@ -135,7 +135,7 @@ def test_a_saved_plan_is_read_back_as_written_and_a_damaged_one_is_a_one_line_er
     assert FORMAT == "svc-plan/1"
 
     destroy = SavedPlan(source="main.pkl", mode="reconcile", force=False, plan=simulation, forma=saved.forma,
-                        command="destroy", on_dependents="cascade")
+                        on_dependents="cascade")
     write_plan(path, destroy)
     again = read_plan(path)
     assert (again.command, again.on_dependents) == ("destroy", "cascade")

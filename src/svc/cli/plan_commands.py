@@ -22,7 +22,7 @@ from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
-from svc.cli.plan_files import SavedPlan, write_plan
+from svc.cli.plan_files import SavedPlan, plan_title, write_plan
 from svc.config import cli_config
 from svc.model.wire import SubmitCommandResponse
 from svc.pkl import stop_shared_server
@@ -56,10 +56,10 @@ def plan_command(
     if not destroy and given_options(ctx, "on_dependents"):
         raise CliError("--on-dependents: how a destroy treats what depends on it; use it with --destroy")
     command = "destroy" if destroy else "apply"
+    dependents = on_dependents.value if destroy else None
     forma = evaluate_with_flags(file, ctx.args, command=command, mode="reconcile" if destroy else mode.value)
-    title = f"svc plan --destroy --on-dependents {on_dependents.value} {file}" if destroy else \
-        f"svc plan --mode {mode.value}{' --force' if force else ''} {file}"
-    fields = {"on_dependents": on_dependents.value} if destroy else {"mode": mode.value, "force": force}
+    title = plan_title(str(file), mode.value, force, dependents)
+    fields = {"on_dependents": dependents} if destroy else {"mode": mode.value, "force": force}
     client, _ = connect(cli_config(config))
     stop_shared_server(wait=False)  # evaluating is over
     with client:
@@ -72,7 +72,7 @@ def plan_command(
             raise
     simulation = response.Simulation
     if out is not None:
-        write_plan(out, _saved(response, file, mode, force, on_dependents.value if destroy else None))
+        write_plan(out, _saved(response, file, mode, force, dependents))
     if output_consumer is Consumer.machine:
         emit(simulation, Consumer.machine, output_schema, print)
     else:
@@ -87,8 +87,7 @@ def _saved(response: SubmitCommandResponse, file: Path, mode: Mode, force: bool,
         raise CliError("this agent cannot save plans (it answered no sealed forma or fingerprint); upgrade it to "
                        "this svc's version, or apply the forma itself")
     return SavedPlan(source=str(file), mode=mode.value, force=force, plan=response.Simulation,
-                     forma=response.SealedForma, command="destroy" if on_dependents else "apply",
-                     on_dependents=on_dependents)
+                     forma=response.SealedForma, on_dependents=on_dependents)
 
 
 def _show(response: SubmitCommandResponse, title: str, out: Path | None, destroy: bool) -> None:

@@ -42,14 +42,15 @@ class SavedPlan:
     forma: dict[str, Any]  # secrets sealed
     created_at: str = ""
     svc_version: str = __version__
-    command: str = "apply"
-    on_dependents: str | None = None  # a destroy's
+    on_dependents: str | None = None  # a destroy's plan has it, an apply's not
+
+    @property
+    def command(self) -> str:
+        return "apply" if self.on_dependents is None else "destroy"
 
     @property
     def title(self) -> str:
-        if self.command == "destroy":
-            return f"svc plan --destroy --on-dependents {self.on_dependents} {self.source}"
-        return f"svc plan --mode {self.mode}{' --force' if self.force else ''} {self.source}"
+        return plan_title(self.source, self.mode, self.force, self.on_dependents)
 
     def to_json(self) -> dict[str, Any]:
         return _PlanFile(CreatedAt=self.created_at or datetime.now(UTC).isoformat(timespec="seconds"),
@@ -57,6 +58,13 @@ class SavedPlan:
                          Command=self.command, Mode=self.mode, Force=self.force,  # type: ignore[arg-type]
                          OnDependents=self.on_dependents, Plan=self.plan,  # type: ignore[arg-type]
                          Forma=self.forma).model_dump(mode="json", exclude_none=True)
+
+
+def plan_title(source: str, mode: str, force: bool, on_dependents: str | None) -> str:
+    """The ``svc plan`` command line that makes a plan: an apply's, or with ``on_dependents`` a destroy's."""
+    if on_dependents is not None:
+        return f"svc plan --destroy --on-dependents {on_dependents} {source}"
+    return f"svc plan --mode {mode}{' --force' if force else ''} {source}"
 
 
 class _PlanFile(BaseModel):
@@ -126,8 +134,7 @@ def read_plan(path: Path) -> SavedPlan:
     if (saved.Command == "destroy") != (saved.OnDependents is not None):
         raise CliError(f"the plan {path} is damaged (OnDependents belongs to a destroy's plan, and only there); {_HOW}")
     return SavedPlan(source=saved.Source, mode=saved.Mode, force=saved.Force, plan=saved.Plan, forma=saved.Forma,
-                     created_at=saved.CreatedAt, svc_version=saved.SvcVersion, command=saved.Command,
-                     on_dependents=saved.OnDependents)
+                     created_at=saved.CreatedAt, svc_version=saved.SvcVersion, on_dependents=saved.OnDependents)
 
 
 def _format_of(document: Any) -> Any:
