@@ -11,13 +11,15 @@ nothing and a changed one plans an update.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from support.fake_world import World
-from support.secrets_scan import assert_nowhere
+from support.secrets_scan import assert_nowhere, files_holding
+from svc.model.values import hashed_secret
 
 VAULT = "FAKE::App::Vault"
 IMPORTS = ("@fake/app/vault.pkl",)
@@ -238,3 +240,55 @@ def test_a_reference_to_an_object_holding_secrets_converges_and_follows_the_secr
     assert answers.simulate(rotated)["ChangesRequired"] is False
 
     assert_kept_hashed(world, answers, [*SECRETS.values(), changed["replica"]])
+
+
+# What svc kept before secrets at any depth were hashed: each nested secret as the user gave it.
+_STORED_DOCUMENTS = {"resources": ("properties", "read_only_properties"), "resource_changes": ("change",),
+                     "resource_updates": ("data",)}
+
+
+def _in_clear(document: Any, clear: dict[str, str]) -> Any:
+    """``document`` with each secret of ``clear`` (by its hash) as itself where it was given as a plain string (a
+    reference to one, hashed with its reference, is left as it is)."""
+    if isinstance(document, list):
+        return [_in_clear(item, clear) for item in document]
+    if isinstance(document, dict):
+        secret = clear.get(document.get("$value"))  # type: ignore[arg-type]
+        if secret is not None and document == hashed_secret(secret):
+            return secret
+        return {key: _in_clear(value, clear) for key, value in document.items()}
+    return document
+
+
+def store_as_an_earlier_version(database: Path, secrets: list[str]) -> int:
+    """Rewrites the stopped agent's SQLite datastore as a version before issue 24 left it; the rows changed."""
+    clear = {hashed_secret(secret)["$value"]: secret for secret in secrets}
+    changed = 0
+    with sqlite3.connect(database) as conn:
+        for table, columns in _STORED_DOCUMENTS.items():
+            for rowid, *documents in conn.execute(f"SELECT rowid, {', '.join(columns)} FROM {table}").fetchall():
+                old = [json.loads(document) for document in documents]
+                new = [_in_clear(document, clear) for document in old]
+                if new != old:
+                    conn.execute(f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in columns)} WHERE rowid = ?",
+                                 [*(json.dumps(document) for document in new), rowid])
+                    changed += 1
+        conn.execute("DELETE FROM background_runs")  # an earlier version kept no record of the walk
+    return changed
+
+
+def test_secrets_an_earlier_version_stored_in_clear_are_hashed_when_the_agent_starts(world: World) -> None:
+    answers = Answers(world)
+    forma = world.forma(vault_body(SECRETS) + CONSUMER, imports=IMPORTS)
+    assert answers.apply(forma).returncode == 0
+    world.agent.stop()
+    database = world.directory / "svc.db"
+    assert store_as_an_earlier_version(database, list(SECRETS.values())) == 2  # the vault and its change
+    assert files_holding(SECRETS["db"], world.directory, [world.cloud_path])  # in clear, as it was
+
+    world.agent.start()
+    assert "an earlier version stored in clear" in world.agent.log.read_text()
+    assert answers.simulate(forma)["ChangesRequired"] is False  # the same secrets compare with their new hashes
+    again = answers.apply(forma)
+    assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
+    assert_kept_hashed(world, answers, list(SECRETS.values()))  # in no file (the datastore was rebuilt), no answer

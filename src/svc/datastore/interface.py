@@ -35,6 +35,22 @@ from svc.model.records import (
     TargetWrite,
 )
 
+Json = dict[str, Any]
+
+
+class DocumentRewrite(Protocol):
+    """What a type's stored documents become (``Datastore.rewrite_stored_documents``); each is returned whole,
+    equal to the one given when nothing changes."""
+
+    def properties(self, properties: Json) -> Json:
+        """A resource version's properties or read-only properties."""
+
+    def change(self, change: Json) -> Json:
+        """A resource update's change as planned (desired and prior state, patches…)."""
+
+    def update_data(self, data: Json) -> Json:
+        """A resource update's progress (what the plugin answered so far)."""
+
 
 @runtime_checkable
 class Datastore(Protocol):
@@ -135,6 +151,18 @@ class Datastore(Protocol):
     def finish_run(self, kind: str, scope: str, run_id: str, *, succeeded: bool,
                    details: dict[str, Any] | None = None) -> bool: ...
     def get_run(self, kind: str, scope: str) -> RunRecord | None: ...
+
+    # stored documents rewritten in place (``sql_stored_documents``: secrets an earlier version stored in clear)
+    def stored_types(self) -> set[str]:
+        """Every resource type with a stored version or resource update, current or past."""
+
+    def rewrite_stored_documents(self, type_: str, rewrite: DocumentRewrite) -> int:
+        """Writes back, page by page, every stored document of ``type_`` that ``rewrite`` changes (resource
+        versions, planned changes, update progress; never a key, version or state); the number of rows written."""
+
+    def erase_replaced_rows(self) -> bool:
+        """Rebuilds what ``rewrite_stored_documents`` writes so that the rows it replaced leave no bytes in the
+        database's files; False where the backend leaves that to the database itself."""
 
     # stats
     def counts(self) -> DatastoreCounts:

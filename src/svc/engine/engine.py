@@ -37,6 +37,7 @@ from svc.engine.service import (
     StoredCommand,
     Submission,
 )
+from svc.engine.stored_secrets import hash_stored_secrets
 from svc.engine.writer import BatchWriter
 from svc.model.states import TERMINAL_COMMAND_STATES
 
@@ -85,9 +86,12 @@ class Engine:
         await self.gateway.start()
 
     async def lead(self) -> None:
-        """Resumes every unfinished command (crash recovery, or a takeover from another agent), then starts the
-        background jobs. Only the agent holding the datastore's lease may call it."""
+        """Hashes the secrets an earlier version stored in clear (``stored_secrets``), resumes every unfinished
+        command (crash recovery, or a takeover from another agent), then starts the background jobs. Only the agent
+        holding the datastore's lease may call it."""
         self.leading = True
+        # Before any command runs: what an earlier version stored in clear is hashed before anything reads it.
+        await asyncio.to_thread(hash_stored_secrets, self.store, self.catalog)
         incomplete = await asyncio.to_thread(queries.incomplete_commands, self.store)
         for command in sorted(incomplete, key=lambda c: (c.start_ts, c.id)):
             await recover(self.store, self.sealer, self.runs, command)

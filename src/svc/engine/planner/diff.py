@@ -218,16 +218,25 @@ def mask_patch(ops: list[Op], desired: Json, schema: Schema) -> list[Op]:
     opaque = opaque_fields(schema)
     masked: list[Op] = []
     for op in ops:
-        if "value" not in op:
-            masked.append(op)
-            continue
-        steps = _steps(op["path"], desired)
+        steps = _steps(op["path"], desired) if "value" in op else []
         # An Opaque envelope somewhere in the field: the whole value is masked.
         if steps and values.any_within(desired.get(steps[0]), values.is_opaque):
             masked.append({**op, "value": values.hashed_secret(op["value"])})
         else:
-            masked.append({**op, "value": values.hashed_at(op["value"], opaque.at_path(steps))})
+            masked.append(_hashed_op(op, steps, opaque))
     return masked
+
+
+def hash_stored_patch(ops: list[Op], desired: Json, opaque: OpaqueFields) -> list[Op]:
+    """A stored patch with every secret ``opaque`` places in its values hashed: ``mask_patch`` for a patch whose
+    ``desired`` state is stored (hashed already, so that its envelopes cannot be told from hashed secrets)."""
+    return [_hashed_op(op, _steps(op["path"], desired) if "value" in op else [], opaque) for op in ops]
+
+
+def _hashed_op(op: Op, steps: list[str | int], opaque: OpaqueFields) -> Op:
+    if "value" not in op:
+        return op
+    return {**op, "value": values.hashed_at(op["value"], opaque.at_path(steps))}
 
 
 def _steps(pointer: str, desired: Any) -> list[str | int]:
