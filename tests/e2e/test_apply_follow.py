@@ -16,10 +16,16 @@ import pytest
 
 from support.fake_world import ENV, World, chain
 from support.processes import SVC, child_command_lines
+from svc.cli import agent_api
+from svc.cli.client import AgentClient
+from svc.cli.watch import LiveUpdates
+from svc.config.model import CliConfig
+from svc.model.wire import CommandView
 
 HEADERS = {"Client-ID": "test"}
 SUMMARY_KEYS = {"ResourceId", "ResourceType", "ResourceLabel", "StackName", "Operation", "State", "StartedAt",
                 "ErrorMessage"}
+PROGRESS_KEYS = {"CurrentAttempt", "MaxAttempts", "Duration", "NativeId", "StateMessage"}
 
 
 def _commands(world: World) -> list[Any]:
@@ -68,6 +74,42 @@ def test_apply_yes_prints_its_plan_then_each_finished_update_once(world: World) 
     assert since(datetime.now(UTC) + timedelta(hours=1)) == []
     bad = httpx.get(url, params={"updated_since": "yesterday"}, headers=HEADERS)
     assert bad.status_code == 400 and "updated_since" in bad.text
+
+    # progress=true: a summary whose updates also say how far they got (what a live view's rows show).
+    progress = httpx.get(url, params={"progress": "true"}, headers=HEADERS).json()["Commands"][0]["ResourceUpdates"]
+    assert all(set(update) <= SUMMARY_KEYS | PROGRESS_KEYS for update in progress)
+    by_label = {u["ResourceLabel"]: u for u in progress}
+    assert by_label["a"]["CurrentAttempt"] == 1 and by_label["a"]["MaxAttempts"] >= 1 and by_label["a"]["Duration"] >= 0
+    assert by_label["c"]["ErrorMessage"].startswith("AccessDenied")
+    assert [(u["ResourceLabel"], u["State"]) for u in progress] == [(u["ResourceLabel"], u["State"]) for u in updates]
+
+
+def test_a_live_view_merges_what_changed_into_the_whole_command(world: World) -> None:
+    world.cloud.set_knob("latency", {"create": 0.2})
+    world.cloud.set_knob("fail", {"code": "AccessDenied", "labels": ["c"]})
+    submitted = world.svc("apply", "--mode", "reconcile", str(world.forma(chain("a", "b", "c", "d"))), "--yes",
+                          "--output-consumer", "machine")
+    assert submitted.returncode == 0, submitted.stderr
+    command_id = json.loads(submitted.stdout)["CommandId"]
+    config = CliConfig.model_validate({"api": {"url": "http://127.0.0.1", "port": world.agent.port, "retryFor": 10000},
+                                       "upgrade": {"findLinks": []}})
+    with AgentClient(config) as client:
+        merged = LiveUpdates(client, command_id)
+        view = merged(0.0)
+        assert merged.since is not None  # each later poll asks for what was written since
+        while view.State not in ("Success", "Failed", "Canceled"):
+            time.sleep(0.1)
+            view = merged(0.0)
+        whole, _ = agent_api.command_changes(client, command_id, None, progress=True)
+    assert whole is not None
+
+    def rows(command: CommandView) -> list[tuple[Any, ...]]:
+        return sorted((u.ResourceLabel, u.State, u.CurrentAttempt, u.MaxAttempts, u.ErrorMessage, u.Duration is None)
+                      for u in command.ResourceUpdates or [])
+
+    assert rows(view) == rows(whole)
+    assert [(label, state) for label, state, *_ in rows(view)] == [
+        ("a", "Success"), ("b", "Success"), ("c", "Failed"), ("d", "Failed")]
 
 
 def test_status_with_wait_answers_as_soon_as_the_command_ends(world: World) -> None:

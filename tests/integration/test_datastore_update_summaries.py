@@ -37,6 +37,10 @@ def test_summaries_carry_everything_but_the_documents_of_updates_that_did_not_fa
         failed = record.state in ("Failed", "Rejected")
         assert summary == (record if failed else replace(record, data={}))
     assert [s.data.get("message") for s in first.items[:5]] == [None, "m1", "m2", None, None]
+    # With their progress (a live view's rows): every update's data.
+    progress = datastore.get_resource_update_summaries(command.id, with_progress=True, limit=1000)
+    assert list(progress.items) == [replace(record, change={}) for record in full.items]
+    assert [s.data["message"] for s in progress.items[:6]] == ["m0", "m1", "m2", "m3", "m4", "note 5"]
 
 
 def test_summaries_modified_since_hold_the_updates_written_since(datastore: Datastore) -> None:

@@ -17,7 +17,14 @@ from typing import Any
 from fastapi.responses import StreamingResponse
 
 from svc import jsontext
-from svc.api.command_views import change_view, command_view, submit_response, update_summary, update_view
+from svc.api.command_views import (
+    change_view,
+    command_view,
+    submit_response,
+    update_progress,
+    update_summary,
+    update_view,
+)
 from svc.engine.command_records import shown_change
 from svc.engine.service import Caller, StoredCommand, Submission
 from svc.model.records import ResourceUpdateRecord
@@ -58,7 +65,7 @@ def submit_parts(submission: Submission, caller: Caller) -> list[Part]:
 
 def _stored_updates(stored: StoredCommand) -> Rendered:
     """The JSON text of each of the command's update views, in the view's order."""
-    render = update_summary if stored.summary else update_view
+    render = (update_progress if stored.progress else update_summary) if stored.summary else update_view
     texts = [(_order(record), jsontext.dumps(render(record).to_json())) for record in stored.updates]
     texts.sort(key=itemgetter(0))  # stable: equal keys keep the datastore's (ksuid) order, as before
     return Rendered(text for _, text in texts)

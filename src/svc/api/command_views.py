@@ -33,19 +33,25 @@ def change_view(change: ResourceChange, state: str, **extra: Any) -> wire.Resour
 
 
 def update_view(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
-    data = UpdateData.from_json(dict(record.data))
     change = stored_change(record)
+    view = change_view(change, record.state, StartedAt=record.start_ts)
+    return _with_progress(view, record, change.native_id)
+
+
+def _with_progress(view: wire.ResourceUpdateView, record: ResourceUpdateRecord,
+                   native_id: str | None = None) -> wire.ResourceUpdateView:
+    """``view`` with what ``record``'s data says of its progress: attempts, duration, message, native id."""
+    data = UpdateData.from_json(dict(record.data))
     failed = record.state in (UpdateState.FAILED, UpdateState.REJECTED)
-    duration = None
     if record.start_ts is not None and data.finished_at:
-        duration = int((datetime.fromisoformat(data.finished_at) - record.start_ts).total_seconds() * 1000)
-    native_id = change.native_id or (data.attempt or {}).get("native_id") or None
-    view = change_view(change, record.state, StartedAt=record.start_ts, Duration=duration,
-                        CurrentAttempt=data.current_attempt, MaxAttempts=data.max_attempts,
-                        ErrorMessage=data.message if failed and data.message else None)
-    view.NativeId = native_id
-    if data.message and not failed:
-        view.StateMessage = data.message
+        view.Duration = int((datetime.fromisoformat(data.finished_at) - record.start_ts).total_seconds() * 1000)
+    view.CurrentAttempt, view.MaxAttempts = data.current_attempt, data.max_attempts
+    view.NativeId = native_id or (data.attempt or {}).get("native_id") or None
+    if data.message:
+        if failed:
+            view.ErrorMessage = data.message
+        else:
+            view.StateMessage = data.message
     return view
 
 
@@ -64,23 +70,32 @@ def command_view(command: CommandRecord, updates: Iterable[ResourceUpdateRecord]
         PolicyUpdates=[_policy_view(PolicyChange.from_json(p), "Success") for p in data.get("policies", [])] or None)
 
 
-def summary_view(command: CommandRecord, updates: Iterable[ResourceUpdateRecord]) -> wire.CommandView:
+def summary_view(command: CommandRecord, updates: Iterable[ResourceUpdateRecord], *,
+                 progress: bool = False) -> wire.CommandView:
     """``command_view`` with each resource update reduced to what following a command needs (which
-    resource, its operation and state, the error of a failure), from records read without their documents
-    (``get_resource_update_summaries``): a poll of a 10,000-update command cost a second of the agent's CPU."""
+    resource, its operation and state, the error of a failure; ``progress``: and its progress), from records read
+    without their changes (``get_resource_update_summaries``): a poll of a 10,000-update command cost a second of
+    the agent's CPU."""
     view = command_view(command, ())
-    view.ResourceUpdates = [update_summary(u) for u in sorted(updates, key=lambda u: (
+    render = update_progress if progress else update_summary
+    view.ResourceUpdates = [render(u) for u in sorted(updates, key=lambda u: (
         u.stack_label, u.resource_type, u.resource_label, u.operation))]
     return view
 
 
 def update_summary(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
+    """An update read without its change: which resource, its operation and state, the error of a failure."""
     failed = record.state in (UpdateState.FAILED, UpdateState.REJECTED)
     return wire.ResourceUpdateView(
         ResourceId=record.ksuid, ResourceType=record.resource_type, ResourceLabel=record.resource_label,
         StackName=record.stack_label, Operation=record.operation, State=record.state,  # type: ignore[arg-type]
         StartedAt=record.start_ts, GroupId=record.group_id, IsCascade=record.is_cascade or None,
         CascadeSource=record.cascade_source, ErrorMessage=(record.data.get("message") or None) if failed else None)
+
+
+def update_progress(record: ResourceUpdateRecord) -> wire.ResourceUpdateView:
+    """``update_summary`` with the update's progress (read with its data): attempts, duration, message."""
+    return _with_progress(update_summary(record), record)
 
 
 def _policy_view(change: PolicyChange, state: str) -> wire.PolicyUpdateView:
@@ -112,7 +127,7 @@ def plan_view(command_id: str, changeset: Changeset, shown: Sequence[ResourceCha
 def stored_view(stored: StoredCommand) -> wire.CommandView:
     """A command read back: in full, or summarised when its updates were read without their documents."""
     if stored.summary:
-        return summary_view(stored.record, stored.updates)
+        return summary_view(stored.record, stored.updates, progress=stored.progress)
     return command_view(stored.record, stored.updates)
 
 

@@ -62,11 +62,12 @@ def command(client: AgentClient, command_id: str, *, wait: float = 0.0) -> Comma
 
 
 def command_changes(client: AgentClient, command_id: str, since: str | None,
-                    *, wait: float = 0.0) -> tuple[CommandView | None, str | None]:
+                    *, wait: float = 0.0, progress: bool = False) -> tuple[CommandView | None, str | None]:
     """The command in summary form with only the updates written since ``since`` (an as-of time the agent gave;
     None: all of them), and the as-of time to ask from next; None when the agent knows no such id. ``wait`` as
-    for ``command``."""
-    params = {"summary": "true", **({"updated_since": since} if since else {}), **_wait(wait)}
+    for ``command``; ``progress``: each update with its attempts, duration and message."""
+    params = {"summary": "true", **({"updated_since": since} if since else {}),
+              **({"progress": "true"} if progress else {}), **_wait(wait)}
     response = client.request("GET", f"/commands/{command_id}/status", params=params)
     if response.status_code == 404:
         return None, None

@@ -17,7 +17,7 @@ from svc.cli.errors import CliError
 from svc.cli.output import console
 from svc.cli.progress import LiveView, print_end, print_finished
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
-from svc.model.wire import CommandView
+from svc.model.wire import CommandView, ResourceUpdateView
 
 T = TypeVar("T")
 _FAST_POLL = 0.25
@@ -143,14 +143,40 @@ def follow_to_outcome(client: AgentClient, command_id: str) -> int:
     return print_end(follow(client, command_id, live=live), with_failures=live)
 
 
+class LiveUpdates:
+    """A command's updates as a live view shows them, kept across polls: the first poll brings every update, each
+    later one those written since the one before (with their progress), merged in. Polling the whole command each
+    time cost the agent ~40 µs of CPU per update per poll (4 s at 100,000, every 2 s); this costs it in proportion
+    to the command's progress."""
+
+    def __init__(self, client: AgentClient, command_id: str) -> None:
+        self.client = client
+        self.command_id = command_id
+        self.since: str | None = None
+        self.updates: dict[tuple[str, str], ResourceUpdateView] = {}
+
+    def __call__(self, wait: float) -> CommandView:
+        command, since = _through_outages(lambda w: agent_api.command_changes(
+            self.client, self.command_id, self.since, wait=w, progress=True), wait)
+        if command is None:
+            raise CliError(f"command {self.command_id} disappeared from the agent; check: svc command list")
+        if since is None or self.since is None:  # the whole command (an agent that gives no as-of time: each time)
+            self.updates = {}
+        self.since = since
+        for update in command.ResourceUpdates or []:
+            self.updates[(update.ResourceId, update.Operation)] = update
+        command.ResourceUpdates = list(self.updates.values())
+        return command
+
+
 def _follow_live(client: AgentClient, command_id: str) -> CommandView:
-    poll = _Poll()
-    command = poll(lambda wait: _fetch(client, command_id, wait))
+    poll, merged = _Poll(), LiveUpdates(client, command_id)
+    command = poll(merged)
     # Transient: once the command has ended the view gives way to its summary; the whole table is one
     # ``svc command status`` away, not printed again.
     with Live(LiveView(command), console=console.rich, refresh_per_second=4, transient=True) as view:
         while command.State not in TERMINAL_COMMAND_STATES:
-            command = poll(lambda wait: _fetch(client, command_id, wait))
+            command = poll(merged)
             view.update(LiveView(command))
     return command
 

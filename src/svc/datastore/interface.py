@@ -135,6 +135,7 @@ class Datastore(Protocol):
     def get_resource_updates(self, command_id: str, *, cursor: str | None = None,
                              limit: int = ...) -> Page[ResourceUpdateRecord]: ...
     def get_resource_update_summaries(self, command_id: str, *, modified_since: datetime | None = None,
+                                      with_progress: bool = False,
                                       cursor: str | None = None, limit: int = ...) -> Page[ResourceUpdateRecord]: ...
     def count_resource_update_states(self, command_id: str) -> dict[str, int]:
         """How many of the command's resource updates are in each state (the states none is in left out)."""

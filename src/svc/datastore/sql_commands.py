@@ -219,16 +219,17 @@ class CommandStore(SqlBase):
                             limit=limit, convert=_update)
 
     def get_resource_update_summaries(self, command_id: str, *, modified_since: datetime | None = None,
-                                      cursor: str | None = None,
+                                      with_progress: bool = False, cursor: str | None = None,
                                       limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceUpdateRecord]:
         """``get_resource_updates`` without the changes, nor the data documents except those of failed and
         rejected updates (their messages): what following a command needs. Reading and decoding every update's
         change cost most of a status poll of a big command. ``modified_since``: only
         the updates whose state was written at or after it (each state write stamps ``modified_ts`` once it
         holds the write lock, so a write committed later than a read carries a time at most the write's
-        duration before that read)."""
+        duration before that read). ``with_progress``: every update's data document (attempts, message, end), a
+        third more of the read's CPU, for a live view."""
         failed = u.c.state.in_([str(UpdateState.FAILED), str(UpdateState.REJECTED)])
-        data = sa.case((failed, u.c.data), else_=sa.null()).label("data")
+        data = (u.c.data if with_progress else sa.case((failed, u.c.data), else_=sa.null())).label("data")
         statement = sa.select(*(column for column in u.c if column.name != "data"), data).where(
             u.c.command_id == command_id)
         order, list_name = _UPDATE_ORDER, f"update-summaries:{command_id}"

@@ -138,9 +138,9 @@ class Engine:
         return await self.admission.destroy(request, caller)
 
     async def command(self, command_id: str, *, summary: bool = False,
-                      updated_since: datetime | None = None) -> StoredCommand | None:
+                      updated_since: datetime | None = None, progress: bool = False) -> StoredCommand | None:
         return await asyncio.to_thread(queries.read_command, self.store, command_id, summary=summary,
-                                       updated_since=updated_since)
+                                       updated_since=updated_since, progress=progress)
 
     async def await_end(self, command_id: str, timeout: float) -> None:
         if self.leading:

@@ -36,11 +36,13 @@ class StoredUpdates:
     command_id: str
     summary: bool = False
     modified_since: datetime | None = None
+    with_progress: bool = False  # a summary with each update's progress (``get_resource_update_summaries``)
 
     def __iter__(self) -> Iterator[ResourceUpdateRecord]:
         if self.summary:
             return each_item(lambda c: self.store.get_resource_update_summaries(
-                self.command_id, modified_since=self.modified_since, cursor=c, limit=PAGE))
+                self.command_id, modified_since=self.modified_since, with_progress=self.with_progress, cursor=c,
+                limit=PAGE))
         return each_item(lambda c: self.store.get_resource_updates(self.command_id, cursor=c, limit=PAGE))
 
 
@@ -49,17 +51,19 @@ def incomplete_commands(store: Datastore) -> list[CommandRecord]:
 
 
 def read_command(store: Datastore, command_id: str, *, summary: bool = False,
-                 updated_since: datetime | None = None) -> StoredCommand | None:
+                 updated_since: datetime | None = None, progress: bool = False) -> StoredCommand | None:
     """The command and its updates; ``summary``: the updates without their documents, with ``updated_since``
     only those whose state was written since then (a poll of a 10,000-update command cost a second of the
     agent's CPU with the documents), and once the command has ended, how many of all its updates are in each
     state: what a follower's last poll needs besides the updates written since the one before, instead of
-    reading every update again."""
+    reading every update again. ``progress``: a summary with each update's progress (a live view's rows)."""
     command = store.get_command(command_id)
     if command is None:
         return None
     ended = summary and command.state in TERMINAL_COMMAND_STATES
-    return StoredCommand(command, StoredUpdates(store, command_id, summary, updated_since), summary=summary,
+    progress = summary and progress
+    return StoredCommand(command, StoredUpdates(store, command_id, summary, updated_since, progress),
+                         summary=summary, progress=progress,
                          update_counts=store.count_resource_update_states(command_id) if ended else None)
 
 

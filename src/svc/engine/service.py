@@ -87,6 +87,7 @@ class StoredCommand:
     record: CommandRecord
     updates: Iterable[ResourceUpdateRecord]
     summary: bool = False
+    progress: bool = False  # a summary whose updates were read with their progress (``Datastore``'s data)
     update_counts: Mapping[str, int] | None = None
 
 
@@ -174,9 +175,9 @@ class CommandService(Protocol):
     async def destroy(self, request: DestroyRequest, caller: Caller) -> Submission: ...
 
     async def command(self, command_id: str, *, summary: bool = False,
-                      updated_since: datetime | None = None) -> StoredCommand | None:
+                      updated_since: datetime | None = None, progress: bool = False) -> StoredCommand | None:
         """``summary``: the updates without their documents; with ``updated_since``, only the updates whose
-        state was written since then."""
+        state was written since then; with ``progress``, each with its progress (attempts, message, duration)."""
 
     async def await_end(self, command_id: str, timeout: float) -> None:
         """Returns once the command's execution in this agent has ended, or after ``timeout`` seconds."""

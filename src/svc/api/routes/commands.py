@@ -76,18 +76,20 @@ async def submit_command(request: Request) -> Response:
                     "state and error message (what following a command needs; cheap for big commands). "
                     "updated_since=<time> (implies summary): only the updates whose state was written since then; "
                     f"pass the previous answer's {UPDATES_AS_OF_HEADER} header to follow a command. "
+                    "progress=true (implies summary): each update also with its attempts, duration and message. "
                     f"wait=<seconds> (at most {MAX_WAIT_SECONDS:g}): answer once the command has ended or after that "
                     "long, whichever comes first, so that a client polling with waits learns of the end at once.")
 async def command_status(request: Request, command_id: str, summary: str = "", updated_since: str = "",
-                         wait: str = "") -> Response:
+                         progress: str = "", wait: str = "") -> Response:
     deps.caller(request)
     since = _time(updated_since) if updated_since else None
     seconds = _wait(wait) if wait else 0.0
     service = deps.service(request)
     await service.await_end(command_id, seconds)
     as_of = datetime.now(UTC) - _UPDATES_MARGIN
-    command = await service.command(command_id, summary=summary.lower() == "true" or since is not None,
-                                    updated_since=since)
+    with_progress = progress.lower() == "true"
+    command = await service.command(command_id, summary=summary.lower() == "true" or since is not None or with_progress,
+                                    updated_since=since, progress=with_progress)
     if command is None:
         raise not_found(f"command not found: {command_id}")
     # Rendered on a worker thread, as the reads are: a command's view holds each of its updates (tens of
