@@ -96,8 +96,9 @@ async def scale(size: int) -> None:
         await engine.start()
         forma = chains(root / "cloud.db", size, 10)
         timer = Timer()
-        with admitting():  # as the agent's API admits a submission
+        with admitting() as admitted:  # as the agent's API admits a submission
             response = await shown(engine).apply(ApplyRequest(forma, "reconcile"), CALLER)
+            admitted.started = True
         view = await shown(engine).wait(response.CommandId)
         applied = str(timer)
         assert view is not None and view.State == "Success", view and view.State
@@ -107,8 +108,9 @@ async def scale(size: int) -> None:
         noop = str(timer)
         assert not again.Simulation.ChangesRequired
         timer = Timer()
-        with admitting():
+        with admitting() as admitted:
             response = await shown(engine).destroy(DestroyRequest(forma=forma), CALLER)
+            admitted.started = True
         view = await shown(engine).wait(response.CommandId)
         destroyed = str(timer)
         assert view is not None and view.State == "Success" and not FakeCloud(root / "cloud.db").resources()

@@ -9,12 +9,16 @@ destroy's (``docs/performance.md``). Hence:
 
 * larger thresholds than CPython's (``THRESHOLDS``), from the CLI's first import on (``svc agent start`` is a CLI
   command); at start-up the agent moves what exists out of the collector's sight (``tune_collector``);
-* a submission is admitted with the collector paused, and what it made is frozen then (``admitting``): never
-  walked while its command runs;
+* a submission is admitted with the collector paused, and what it made is frozen then, when it started a command
+  (``admitting``): never walked while its command runs. A simulation's or a no-op's objects die with the
+  answer, and their cycles with the next young collection: frozen, they piled up until a full collection of the
+  whole heap (a third of a second at 1,000 resources) every few no-op plans;
 * what was frozen comes back into the collector's sight once the frozen objects have grown by half since the
   last time (``settle``, when a command ends and before a submission): one full collection then frees the cycles
   that died frozen, and freezes what lives. A cycle made during a submission (an exception's traceback, say)
-  waits for that; the growth bounds the memory it can hold.
+  waits for that; the growth bounds the memory it can hold. The growth is counted as objects are frozen (the
+  young generation's count, which the paused collector left growing), never by ``gc.get_freeze_count()``: that
+  walks the whole frozen list, 100 ms of every submission's CPU in an agent holding a 1,000-resource stack.
 
 ``admitting`` and ``settle`` do nothing in a process that did not ``tune_collector`` (a test embedding the
 engine keeps CPython's collector as it is).
@@ -43,7 +47,19 @@ class _Policy:
     tuned = False
     admitting = 0  # submissions being admitted (they overlap on the event loop)
     resume = True  # whether the collector was on when the first of them began
+    started = False  # whether one of them started a command
     settled = 0  # objects frozen after the last settle
+    grown = 0  # objects frozen since (about: what the young generation had counted when each freeze came)
+
+
+class Admitted:
+    """An ``admitting`` block's say: ``started`` once the submission started a command (what it made then lives
+    until the command ends)."""
+
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started = False
 
 
 _policy = _Policy()
@@ -56,15 +72,17 @@ def tune_collector() -> None:
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
     _policy.tuned = True
-    _policy.settled = gc.get_freeze_count()
+    _policy.settled, _policy.grown = gc.get_freeze_count(), 0
 
 
 @contextmanager
-def admitting() -> Iterator[None]:
+def admitting() -> Iterator[Admitted]:
     """The collector paused while a submission is admitted (parsed, planned, stored, started); once the last
-    overlapping one ends, what they made is frozen and the collector resumes."""
+    overlapping one ends, what they made is frozen if one of them started a command (``Admitted.started``), and the
+    collector resumes."""
+    admitted = Admitted()
     if not _policy.tuned:
-        yield
+        yield admitted
         return
     if _policy.admitting == 0:
         settle()
@@ -72,11 +90,15 @@ def admitting() -> Iterator[None]:
         gc.disable()
     _policy.admitting += 1
     try:
-        yield
+        yield admitted
     finally:
         _policy.admitting -= 1
+        _policy.started = _policy.started or admitted.started
         if _policy.admitting == 0:
-            gc.freeze()
+            if _policy.started:
+                _policy.grown += gc.get_count()[0]
+                gc.freeze()
+            _policy.started = False
             if _policy.resume:
                 gc.enable()
 
@@ -84,12 +106,12 @@ def admitting() -> Iterator[None]:
 def settle() -> None:
     """One full collection of everything, then everything frozen again, once the frozen objects have grown by
     ``SETTLE_GROWTH`` since the last time (never while a submission is being admitted)."""
-    if not _policy.tuned or _policy.admitting or gc.get_freeze_count() <= _policy.settled * (1 + SETTLE_GROWTH):
+    if not _policy.tuned or _policy.admitting or _policy.grown <= _policy.settled * SETTLE_GROWTH:
         return
-    started, frozen = time.perf_counter(), gc.get_freeze_count()
+    started, frozen = time.perf_counter(), _policy.settled + _policy.grown
     gc.unfreeze()
     gc.collect()
     gc.freeze()
-    _policy.settled = gc.get_freeze_count()
-    log.debug("collector settled: %d frozen objects, %d after a full collection (%.3f s)", frozen,
+    _policy.settled, _policy.grown = gc.get_freeze_count(), 0
+    log.debug("collector settled: ~%d frozen objects, %d after a full collection (%.3f s)", frozen,
               _policy.settled, time.perf_counter() - started)

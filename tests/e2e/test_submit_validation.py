@@ -73,7 +73,10 @@ APPLY = {"command": "apply", "mode": "reconcile"}
                                        "Schema": {"Identifier": "Name"}, "Properties": []}]}).encode(),
      "Resources[0] (label 'web').Properties: Input should be a valid dictionary"),
     (APPLY, b'{"Resources": "all"}', "Resources: Input should be a valid"),
-    (APPLY, b"[" * 100_000 + b"]" * 100_000, "forma.json"),
+    (APPLY, b"[" * 100_000 + b"]" * 100_000, "the file forma.json is nested too deeply"),
+    # JSON the fast parser refuses and the standard library reads (an integer beyond 64 bits, NaN): read.
+    (APPLY, b"[123456789012345678901234567890, NaN]", "must hold a JSON object with Description, Properties, "
+                                                      "Stacks, Targets, Policies, Resources, not an array"),
     (APPLY, None, "the file form field is required for apply"),
     ({"command": "apply"}, json.dumps(VALID_FORMA).encode(), "the mode form field is required for apply and must be "
                                                              "reconcile or patch"),

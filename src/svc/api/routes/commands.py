@@ -57,15 +57,15 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
                      "new baseline).")
 async def submit_command(request: Request) -> Response:
     caller = deps.caller(request)
-    with admitting():  # what this makes lives as long as its command: kept out of the collector's walks
+    with admitting() as admitted:  # what a command's admission makes lives as long as it: out of the collector's walks
         submission = await read_submission(request)
         service = deps.service(request)
         if isinstance(submission, ApplyRequest):
             submitted = await service.apply(submission, caller)
         else:
             submitted = await service.destroy(submission, caller)
+        started = admitted.started = submitted.changes_required and not submission.simulate
     parts = await deps.in_thread(submit_parts, submitted, caller)
-    started = submitted.changes_required and not submission.simulate
     if not started:
         return streamed(parts)
     return streamed(parts, status_code=202, headers={"Location": f"/api/v1/commands/{submitted.command_id}/status"})
