@@ -56,7 +56,11 @@ def process_cpu(pid: int, thread: int | None = None) -> float:
 def children(pid: int) -> list[int]:
     """The ids of a live process's children (none when it is gone)."""
     found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # it exited (a sampler thread races the process's end)
+        return found
+    for task in tasks:
         try:
             found += [int(child) for child in (task / "children").read_text().split()]
         except OSError:
