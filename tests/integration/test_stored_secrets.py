@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +152,11 @@ def test_the_sqlite_file_keeps_no_byte_of_a_replaced_secret(
         assert [file.name for file in files if b"db-pw-second" in file.read_bytes()] == []
     finally:
         datastore.close()
+
+
+def test_a_walk_left_running_by_an_agent_that_died_is_done_again_at_once(datastore: Datastore) -> None:
+    store_old_records(datastore)
+    assert datastore.begin_run(RUN_KIND, VAULT, stale_after=timedelta(hours=1)) is not None  # then it died
+    assert hash_stored_secrets(datastore, catalog(*SECRETS)) == {VAULT: 4}
+    run = datastore.get_run(RUN_KIND, VAULT)
+    assert run is not None and run.state == "succeeded"

@@ -31,8 +31,9 @@ log = logging.getLogger("svc.engine")
 
 Json = dict[str, Any]
 RUN_KIND = "stored-secrets"
-# A walk that has not ended after this long was left by an agent that died: the next leader walks again.
-_STALE_AFTER = timedelta(hours=1)
+# Only the leader walks (``Engine.lead``; its writes are fenced by the lease), so a walk still marked running was
+# left by an agent that died or lost the lease: the new leader takes it over at once.
+_TAKE_OVER = timedelta(0)
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ def hash_stored_secrets(store: Datastore, catalog: Catalog) -> dict[str, int]:
         done = store.get_run(RUN_KIND, type_)
         if done is not None and done.state == RunState.SUCCEEDED and done.details.get("paths") == paths:
             continue
-        run_id = store.begin_run(RUN_KIND, type_, stale_after=_STALE_AFTER)
-        if run_id is None:  # another agent is walking it (it leads only until it has): it records the walk
+        run_id = store.begin_run(RUN_KIND, type_, stale_after=_TAKE_OVER)
+        if run_id is None:  # a claim made this very instant: left to the next start
             continue
         try:
             count = store.rewrite_stored_documents(type_, HashedAtRest(opaque))
