@@ -95,20 +95,22 @@ _EVERY_WRITE = "1970-01-01T00:00:00+00:00"
 class _Changes:
     """Polls a command's summary, each time with only the updates written since the previous answer (every one
     written so far the first time), so that following a big command costs the agent in proportion to its
-    progress."""
+    progress. ``progress``: each update with its attempts, duration and message."""
 
-    def __init__(self, client: AgentClient, command_id: str, since: str | None = _EVERY_WRITE) -> None:
+    def __init__(self, client: AgentClient, command_id: str, since: str | None = _EVERY_WRITE, *,
+                 progress: bool = False) -> None:
         self.client = client
         self.command_id = command_id
         self.since = since
+        self.progress = progress
         self.poll = _Poll(at_once=False)
 
     def next(self) -> CommandView:
-        return self.poll(self._fetch)
+        return self.poll(self.fetch)
 
-    def _fetch(self, wait: float) -> CommandView:
-        command, self.since = _through_outages(
-            lambda w: agent_api.command_changes(self.client, self.command_id, self.since, wait=w), wait)
+    def fetch(self, wait: float) -> CommandView:
+        command, self.since = _through_outages(lambda w: agent_api.command_changes(
+            self.client, self.command_id, self.since, wait=w, progress=self.progress), wait)
         if command is None:
             raise CliError(f"command {self.command_id} disappeared from the agent; check: svc command list")
         return command
@@ -150,19 +152,19 @@ class LiveUpdates:
     to the command's progress."""
 
     def __init__(self, client: AgentClient, command_id: str) -> None:
-        self.client = client
-        self.command_id = command_id
-        self.since: str | None = None
+        self.changes = _Changes(client, command_id, since=None, progress=True)
         self.updates: dict[tuple[str, str], ResourceUpdateView] = {}
 
+    @property
+    def since(self) -> str | None:
+        """Where the next poll reads from (None: the whole command; an agent that gives no as-of time: each time)."""
+        return self.changes.since
+
     def __call__(self, wait: float) -> CommandView:
-        command, since = _through_outages(lambda w: agent_api.command_changes(
-            self.client, self.command_id, self.since, wait=w, progress=True), wait)
-        if command is None:
-            raise CliError(f"command {self.command_id} disappeared from the agent; check: svc command list")
-        if since is None or self.since is None:  # the whole command (an agent that gives no as-of time: each time)
+        whole = self.since is None
+        command = self.changes.fetch(wait)
+        if whole:
             self.updates = {}
-        self.since = since
         for update in command.ResourceUpdates or []:
             self.updates[(update.ResourceId, update.Operation)] = update
         command.ResourceUpdates = list(self.updates.values())
@@ -194,7 +196,7 @@ def _follow_lines(client: AgentClient, command_id: str) -> CommandView:
             # again cost the agent ~4 s of CPU at 100,000, and the lines are those of every write the polls saw.
             return command
         # An agent that does not count: every update as it ended, in summary form.
-        final = _Changes(client, command_id, since=None)._fetch(0.0)
+        final = _Changes(client, command_id, since=None).fetch(0.0)
         _report(final, reported)  # any update whose last write the polls did not see
         return final
 

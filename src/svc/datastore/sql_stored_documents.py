@@ -65,7 +65,7 @@ class StoredDocumentsStore(SqlBase):
     def erase_replaced_rows(self) -> bool:
         """Rebuilds the tables ``rewrite_stored_documents`` writes so that no replaced row's bytes stay in the
         database's files; False where this backend leaves it to the database (see the module)."""
-        if self.engine.dialect.name == "sqlite":
+        if self.backend == "sqlite":
             with self.engine.connect() as conn:  # the driver is in autocommit: no transaction is open here
                 driver = conn.connection.dbapi_connection
                 assert driver is not None
