@@ -114,7 +114,9 @@ def _changes_agent(monkeypatch: pytest.MonkeyPatch, answers: list[CommandView], 
     (``since`` None); returns the ``since`` of each call."""
     asked: list[Any] = []
 
-    def command_changes(client: Any, command_id: str, since: str | None, *, wait: float = 0.0) -> Any:
+    def command_changes(client: Any, command_id: str, since: str | None, *, wait: float = 0.0,
+                        progress: bool = False) -> Any:
+        assert not progress  # a line per finished update needs no update's progress (a third more of a read)
         asked.append(since)
         return (everything if since is None else answers.pop(0)), f"as-of-{len(asked)}"
 
