@@ -121,3 +121,19 @@ def test_pydantic_looks_for_no_plugins_in_a_command() -> None:
 
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stderr.split("scans")[-1].strip() == scanned
+
+
+
+def test_importing_the_forma_commands_builds_no_descriptor_validator() -> None:
+    """The forma commands import the descriptor model (``svc.forma`` → ``svc.schema.extract``) and a plan or an
+    apply never validates a descriptor: building those validators at import was a tenth of a short command's
+    start-up. They are built on first use (``defer_build``, the extraction's adapter made when first asked)."""
+    probe = ("import sys\n"
+             "import svc.cli.apply_commands, svc.cli.plan_commands\n"
+             "from svc.model.schema import FieldHint, ResourceDescriptor, Schema\n"
+             "built = [m.__name__ for m in (FieldHint, ResourceDescriptor, Schema) if m.__pydantic_complete__]\n"
+             "print('report', 'svc.schema.extract' in sys.modules, built, file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=ENV)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr.split("report")[-1].strip() == "True []"

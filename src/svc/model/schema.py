@@ -11,7 +11,8 @@ from pydantic.alias_generators import to_pascal
 class WireModel(BaseModel):
     """PascalCase on the wire (the reference JSON), snake_case in Python; unknown keys ignored."""
 
-    model_config = ConfigDict(alias_generator=to_pascal, populate_by_name=True, frozen=True, extra="ignore")
+    model_config = ConfigDict(alias_generator=to_pascal, populate_by_name=True, frozen=True, extra="ignore",
+                              defer_build=True)
 
     def to_json(self) -> dict:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

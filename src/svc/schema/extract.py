@@ -33,9 +33,15 @@ from svc.pkl import EvaluationRequest, PklError, shared_server
 from svc.pkl.packages import implicit_environment, plugin_package, svc_package
 from svc.plugins import InstalledPlugin
 
-_DESCRIPTORS = TypeAdapter(list[ResourceDescriptor])
 _FORMAT = 2  # 1: a JSON list of descriptors, validated whole at each read
 _log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _descriptors() -> TypeAdapter[list[ResourceDescriptor]]:
+    # Built on first use: the CLI imports this module (for ``default_cache_dir``) and never validates a descriptor
+    # list, and building the validator took a tenth of a short command's start-up.
+    return TypeAdapter(list[ResourceDescriptor])
 
 
 class SchemaExtractionError(Exception):
@@ -76,7 +82,7 @@ def _extract(plugin: InstalledPlugin) -> list[ResourceDescriptor]:
     except PklError as exc:
         message = f"the schema of plugin {plugin.namespace} {plugin.version} is invalid:\n{exc}"
         raise SchemaExtractionError(message) from exc
-    return _DESCRIPTORS.validate_json(text)
+    return _descriptors().validate_json(text)
 
 
 def _fingerprint(plugin: InstalledPlugin) -> str:
