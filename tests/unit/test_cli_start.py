@@ -23,6 +23,11 @@ CLIENT_SIDE = ("httpx", "httpcore", "pydantic", "msgpack", "svc.config", "svc.pk
 ENV = {"PATH": "/usr/bin:/bin"}  # no config, no agent: --help and --version need neither
 
 
+
+def _run_probe(probe: str, env: dict[str, str] = ENV) -> subprocess.CompletedProcess[str]:
+    """Runs the Python ``probe`` in a fresh interpreter (what it reports, it prints to stderr)."""
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["inventory", "--help"], ["command", "--help"]])
 def test_version_and_help_import_no_client_and_no_heavy_module(args: list[str]) -> None:
     modules = loaded_modules(*args, env=ENV)
@@ -71,7 +76,7 @@ def test_the_console_script_leaves_its_objects_to_the_process_end() -> None:
              "from svc.cli.main import run\n"
              "sys.argv = ['svc', '--version']\n"
              "run()\n")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=ENV)
+    result = _run_probe(probe)
 
     assert result.returncode == 0 and result.stdout.startswith("svc version"), result.stdout + result.stderr
     assert int(result.stderr.split("frozen")[-1]) > 10_000
@@ -90,7 +95,7 @@ def test_the_command_modules_are_imported_with_the_collector_off() -> None:
              "seen.clear()\n"
              "sys.argv = ['svc', 'inventory', '--help']\n"
              "run()\n")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=ENV)
+    result = _run_probe(probe)
 
     assert result.returncode == 0 and "inventory" in result.stdout, result.stdout + result.stderr
     enabled, least_frozen = result.stderr.split("state")[-1].split()
@@ -117,7 +122,7 @@ def test_pydantic_looks_for_no_plugins_in_a_command() -> None:
              "sys.argv = ['svc', '--version']\n"
              "run()\n")
     for env, scanned in ((ENV, "[]"), ({**ENV, "PYDANTIC_DISABLE_PLUGINS": "some-plugin"}, "[{'group': 'pydantic'}]")):
-        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+        result = _run_probe(probe, env)
 
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stderr.split("scans")[-1].strip() == scanned
@@ -133,7 +138,7 @@ def test_importing_the_forma_commands_builds_no_descriptor_validator() -> None:
              "from svc.model.schema import FieldHint, ResourceDescriptor, Schema\n"
              "built = [m.__name__ for m in (FieldHint, ResourceDescriptor, Schema) if m.__pydantic_complete__]\n"
              "print('report', 'svc.schema.extract' in sys.modules, built, file=sys.stderr)\n")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=ENV)
+    result = _run_probe(probe)
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr.split("report")[-1].strip() == "True []"
