@@ -23,10 +23,10 @@ CLIENT_SIDE = ("httpx", "httpcore", "pydantic", "msgpack", "svc.config", "svc.pk
 ENV = {"PATH": "/usr/bin:/bin"}  # no config, no agent: --help and --version need neither
 
 
-
 def _run_probe(probe: str, env: dict[str, str] = ENV) -> subprocess.CompletedProcess[str]:
     """Runs the Python ``probe`` in a fresh interpreter (what it reports, it prints to stderr)."""
     return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["inventory", "--help"], ["command", "--help"]])
 def test_version_and_help_import_no_client_and_no_heavy_module(args: list[str]) -> None:
@@ -128,11 +128,10 @@ def test_pydantic_looks_for_no_plugins_in_a_command() -> None:
         assert result.stderr.split("scans")[-1].strip() == scanned
 
 
-
 def test_importing_the_forma_commands_builds_no_descriptor_validator() -> None:
     """The forma commands import the descriptor model (``svc.forma`` → ``svc.schema.extract``) and a plan or an
-    apply never validates a descriptor: building those validators at import was a tenth of a short command's
-    start-up. They are built on first use (``defer_build``, the extraction's adapter made when first asked)."""
+    apply never validates a descriptor: building those validators at import cost ~15 ms of a short command's
+    ~0.25 s of CPU. They are built on first use (``defer_build``, the extraction's adapter made when first asked)."""
     probe = ("import sys\n"
              "import svc.cli.apply_commands, svc.cli.plan_commands\n"
              "from svc.model.schema import FieldHint, ResourceDescriptor, Schema\n"

@@ -40,7 +40,7 @@ _log = logging.getLogger(__name__)
 @functools.cache
 def _descriptors() -> TypeAdapter[list[ResourceDescriptor]]:
     # Built on first use: the CLI imports this module (for ``default_cache_dir``) and never validates a descriptor
-    # list, and building the validator took a tenth of a short command's start-up.
+    # list; building the validator at import cost ~15 ms of a short command's ~0.25 s of CPU.
     return TypeAdapter(list[ResourceDescriptor])
 
 
