@@ -29,6 +29,14 @@ def cache_home() -> Path:
     return Path(base) / "svc"
 
 
+def schema_cache_dir() -> Path:
+    """Where extracted descriptors are kept: ``$SVC_SCHEMA_CACHE``, else ``svc/schemas`` in the user's cache
+    directory."""
+    if os.environ.get("SVC_SCHEMA_CACHE"):
+        return Path(os.environ["SVC_SCHEMA_CACHE"])
+    return cache_home() / "schemas"
+
+
 def replace_file(path: Path, data: str | bytes, *, mode: int = 0o666) -> None:
     """Replaces ``path`` by a file of ``data`` (text as UTF-8) atomically: a reader sees the old file or the new one
     whole, never a part of it. ``mode`` as for ``os.open`` (the umask applies). The directory must exist; a failure

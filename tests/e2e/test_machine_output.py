@@ -74,5 +74,5 @@ def test_every_command_prints_json_and_one_shape_per_thing(world: World) -> None
     assert isinstance(extracted, dict)
 
     destroyed = only_command(machine(world, "destroy", str(forma), "--yes", "--wait"))
-    assert {"CommandId", "Command", "State", "ResourceUpdates"} <= destroyed.keys() <= CommandView.model_fields.keys()
+    assert {"CommandId", "Command", "State", "ResourceUpdates"} <= destroyed.keys() <= set(CommandView.__struct_fields__)
     assert only_command(machine(world, "command", "status", destroyed["CommandId"])) == destroyed

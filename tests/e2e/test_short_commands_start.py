@@ -22,12 +22,15 @@ def test_short_commands_import_no_heavy_module(world: World, args: list[str]) ->
     assert imported(modules, HEAVY) == []
 
 
-def test_a_plan_imports_no_yaml_and_no_agent_stack(world: World) -> None:
-    """A plan needs the forma evaluator (it evaluates one) but not YAML, which only ``--output-schema yaml`` prints,
-    nor anything of the agent's."""
+@pytest.mark.parametrize("command", [["plan"], ["apply", "--yes", "--wait"], ["destroy", "--yes", "--wait"]])
+def test_a_forma_command_imports_no_yaml_no_pydantic_and_no_agent_stack(world: World, command: list[str]) -> None:
+    """A plan, an apply or a destroy needs the forma evaluator (it evaluates one) but not YAML, which only
+    ``--output-schema yaml`` prints, nor pydantic (the answers are msgspec structs, the forma goes as Pkl rendered
+    it), nor anything of the agent's."""
     forma = world.forma('new item.Item { label = "one"; value = "v" }\n')
 
-    modules = loaded_modules("plan", str(forma), "--config", str(world.agent.config))
+    modules = loaded_modules(*command, str(forma), "--config", str(world.agent.config))
 
-    assert {"svc.forma.evaluate", "svc.cli.plan_render"} <= modules
-    assert imported(modules, ("yaml", "sqlalchemy", "starlette", "uvicorn", "svc.engine", "svc.datastore")) == []
+    assert {"svc.forma.evaluate", "svc.cli.client"} <= modules
+    assert imported(modules, ("yaml", "pydantic", "sqlalchemy", "starlette", "uvicorn", "svc.engine",
+                              "svc.datastore")) == []

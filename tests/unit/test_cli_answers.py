@@ -101,7 +101,7 @@ def test_an_answer_missing_a_field_the_cli_needs_is_one_line_error(
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
     assert captured.err.startswith("Error: the agent's answer to GET /commands/status is not what this CLI "
-                                   "understands: Commands.0.ResourceUpdates.0.State: Field required")
+                                   "understands: Commands[0].ResourceUpdates[0].State: missing")
 
 
 def test_stats_of_another_version_still_name_the_version_to_upgrade_to(

@@ -90,12 +90,13 @@ def test_the_lines_of_finished_updates_are_written_directly(monkeypatch: pytest.
     monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     from svc.cli import progress
+    from svc.model import wire
     from svc.model.wire import ResourceUpdateView
 
     made: list[object] = []
     monkeypatch.setattr(progress, "console", output.LazyConsole())  # one that has not made Rich's console yet
     monkeypatch.setattr(output.LazyConsole, "rich", property(lambda self: made.append(1)))
-    updates = [ResourceUpdateView.model_validate({
+    updates = [wire.decode(ResourceUpdateView, {
         "ResourceId": f"k{n}", "ResourceType": "AWS::S3::Bucket", "ResourceLabel": f"logs-{n}", "StackName": "app",
         "Operation": "create", "State": "Success"}) for n in range(3)]
     progress.print_finished(updates)

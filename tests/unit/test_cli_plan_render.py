@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from svc.cli.errors import CliError
 from svc.cli.plan_files import FORMAT, SavedPlan, read_plan, write_plan
 from svc.cli.plan_render import plan_lines, summary_line
 from svc.cli.property_changes import change_lines, patch_changes, value_lines
-from svc.model import values
+from svc.model import values, wire
 from svc.model.wire import CommandView, DriftChange, SimulationView
 
 SECRET = values.hashed_secret("hunter2")
@@ -24,7 +25,7 @@ def update(label: str, operation: str, **fields: object) -> dict[str, object]:
             "StackName": "app", "Operation": operation, "State": "NotStarted", **fields}
 
 
-PLAN = CommandView.model_validate({"CommandId": "", "Command": "apply", "Mode": "reconcile", "State": "NotStarted",
+PLAN = wire.decode(CommandView, {"CommandId": "", "Command": "apply", "Mode": "reconcile", "State": "NotStarted",
     "TargetUpdates": [{"TargetLabel": "cloud", "Operation": "create", "State": "NotStarted"}],
     "ResourceUpdates": [
         update("d", "delete", OldProperties={"Value": "gone", "Tags": ["x"]}, StateMessage="not in the forma (reconcile)"),
@@ -159,8 +160,7 @@ def test_a_plan_off_a_terminal_is_what_rich_prints(changes: list[object], monkey
     monkeypatch.setenv("COLUMNS", "40")
     for variable in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(variable, raising=False)
-    simulation = SimulationView.model_validate({"ChangesRequired": True, "Command": PLAN.model_copy(
-        update={"ResourceUpdates": changes}).model_dump()})
+    simulation = SimulationView(ChangesRequired=True, Command=msgspec.structs.replace(PLAN, ResourceUpdates=changes))
     printed = []
     for plain in (True, False):  # written directly where it can be, then by Rich's styled text
         monkeypatch.setattr(plan_render, "console", output.LazyConsole())

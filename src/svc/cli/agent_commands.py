@@ -56,7 +56,7 @@ def _render_stats(base_url: str) -> Callable[[StatsView], None]:
         table.add_row("Agent", base_url)
         table.add_row("Version", stats.Version)
         table.add_row("Agent id", stats.AgentId)
-        for name in StatsView.model_fields:
+        for name in StatsView.__struct_fields__:
             if name not in ("Version", "AgentId"):
                 table.add_row(name, _stat_value(getattr(stats, name)))
         console.print("[green]The agent is running.[/green]")

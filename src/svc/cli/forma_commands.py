@@ -16,7 +16,7 @@ from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
 from svc.forma import FormaError, RenderedForma, forma_properties
 from svc.forma.arguments import evaluate_with_arguments
 from svc.forma.project_init import init_project
-from svc.model.forma import Property
+from svc.model.forma_document import Property
 
 if TYPE_CHECKING:
     import click

@@ -22,11 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
-
 from svc import __version__
 from svc.cli.errors import CliError
-from svc.model.wire import SimulationView
+from svc.model import wire
+from svc.model.wire import SimulationView, Wire, WireError
 from svc.paths import replace_file
 
 FORMAT = "svc-plan/1"
@@ -57,7 +56,7 @@ class SavedPlan:
                          SvcVersion=self.svc_version, Source=self.source,
                          Command=self.command, Mode=self.mode, Force=self.force,  # type: ignore[arg-type]
                          OnDependents=self.on_dependents, Plan=self.plan,  # type: ignore[arg-type]
-                         Forma=self.forma).model_dump(mode="json", exclude_none=True)
+                         Forma=self.forma).to_json()
 
 
 def plan_title(source: str, mode: str, force: bool, on_dependents: str | None) -> str:
@@ -67,12 +66,8 @@ def plan_title(source: str, mode: str, force: bool, on_dependents: str | None) -
     return f"svc plan --mode {mode}{' --force' if force else ''} {source}"
 
 
-class _PlanFile(BaseModel):
+class _PlanFile(Wire, kw_only=True, forbid_unknown_fields=True):
     """The file's shape; reading it validates every field at once."""
-
-    # defer_build: its validator (the whole simulation's shape) is built when a plan is written or read, not by
-    # every plan and apply that imports this module.
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     Format: Literal["svc-plan/1"] = FORMAT
     CreatedAt: str = ""
@@ -80,7 +75,7 @@ class _PlanFile(BaseModel):
     Source: str
     Command: Literal["apply", "destroy"] = "apply"
     Mode: Literal["reconcile", "patch"]
-    Force: StrictBool
+    Force: bool
     OnDependents: Literal["abort", "cascade"] | None = None
     Plan: SimulationView
     Forma: dict[str, Any]
@@ -126,9 +121,9 @@ def read_plan(path: Path) -> SavedPlan:
             "not a plan that svc plan -o wrote"
         raise CliError(f"{path} is {what}; svc apply takes a forma (.pkl) or a saved plan; {_HOW}")
     try:
-        saved = _PlanFile.model_validate(document)
-    except ValidationError as error:
-        raise CliError(f"the plan {path} is damaged ({error.error_count()} invalid field(s)); {_HOW}") from None
+        saved: _PlanFile = wire.decode(_PlanFile, document)
+    except WireError as error:
+        raise CliError(f"the plan {path} is damaged ({error}); {_HOW}") from None
     if saved.Plan.Fingerprint is None:
         raise CliError(f"the plan {path} is damaged (it has no fingerprint); {_HOW}")
     if (saved.Command == "destroy") != (saved.OnDependents is not None):
@@ -139,9 +134,8 @@ def read_plan(path: Path) -> SavedPlan:
 
 def _format_of(document: Any) -> Any:
     """The ``Format`` a JSON document names, if it is an object that names one."""
-    return _Format.model_validate(document).Format if isinstance(document, dict) else None
+    return wire.decode(_Format, document).Format if isinstance(document, dict) else None
 
 
-class _Format(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+class _Format(Wire, kw_only=True):
     Format: Any = None

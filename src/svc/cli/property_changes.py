@@ -14,6 +14,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from msgspec import UNSET
+
 from svc.model import values
 from svc.model.wire import DriftChange
 
@@ -82,17 +84,17 @@ def change_lines(changes: list[DriftChange] | None, *, max_fields: int | None = 
     lines = []
     listed = changes or []
     for change in listed if max_fields is None else listed[:max_fields]:
-        given = change.model_fields_set
-        old, new = (change.Old if "Old" in given else None), (change.New if "New" in given else None)
-        old_text = _text(old) if "Old" in given else ""
-        new_text = _text(new) if "New" in given else ""
+        has_old, has_new = change.Old is not UNSET, change.New is not UNSET
+        old, new = (change.Old if has_old else None), (change.New if has_new else None)
+        old_text = _text(old) if has_old else ""
+        new_text = _text(new) if has_new else ""
         path = change.Path or "/"
         if old_text is not None and new_text is not None and (_multi_line(old_text) or _multi_line(new_text)):
             lines.append(f"{path}:")
             lines.extend(INDENT + line for line in _unified(old_text, new_text))
             continue
-        old_shown = shown(old, max_value) if "Old" in given else ABSENT
-        new_shown = shown(new, max_value) if "New" in given else ABSENT
+        old_shown = shown(old, max_value) if has_old else ABSENT
+        new_shown = shown(new, max_value) if has_new else ABSENT
         lines.append(f"{path}: {old_shown} → {new_shown}")
     if max_fields is not None and len(listed) > max_fields:
         lines.append(f"… and {len(listed) - max_fields} more")

@@ -1,39 +1,20 @@
-"""The CLI's block of ``svc:/Config.pkl`` (``cli``), and the base classes of every config model.
+"""The CLI's block of ``svc:/Config.pkl`` (``cli``).
 
-A command validates this block only; the agent's models (``svc.config.model``) are not even defined in its
-process: building them cost a command 25 ms of its CPU, defining their classes another 8 ms.
+A command reads this block only, and without pydantic: the block is a few ``msgspec`` structs decoded in C
+(``decode_cli_block``). The agent's models (``svc.config.model``, pydantic) are not even defined in a command's
+process; they take this block in as it is decoded here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
+import msgspec
 
 
-class ConfigModel(BaseModel):
-    # defer_build: a model's validator is built when it first validates, not when its module is imported.
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid",
-                              defer_build=True)
-
-
-def _milliseconds(value: Any) -> Any:
-    return timedelta(milliseconds=value) if isinstance(value, (int, float)) else value
-
-
-class DurationModel(ConfigModel):
-    """Models whose ``timedelta`` fields arrive from Pkl as milliseconds."""
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _durations(cls, value: Any, info: Any) -> Any:
-        field = cls.model_fields[info.field_name]
-        return _milliseconds(value) if field.annotation is timedelta else value
-
-
-class ApiConfig(DurationModel):
+class ApiConfig(msgspec.Struct, kw_only=True, frozen=True, rename="camel", forbid_unknown_fields=True):
     url: str
     port: int
     retry_for: timedelta
@@ -45,18 +26,39 @@ class ApiConfig(DurationModel):
         return f"{scheme}{self.url}:{self.port}"
 
 
-class CliAuthConfig(ConfigModel):
+class CliAuthConfig(msgspec.Struct, kw_only=True, frozen=True, rename="camel", forbid_unknown_fields=True):
     type: Literal["basic"]
     username: str
-    password: str = Field(repr=False)
+    password: str
+
+    def __repr__(self) -> str:  # never the password (a config in a log or an error)
+        return f"CliAuthConfig(type={self.type!r}, username={self.username!r}, password=…)"
 
 
-class UpgradeConfig(ConfigModel):
+class UpgradeConfig(msgspec.Struct, kw_only=True, frozen=True, rename="camel", forbid_unknown_fields=True):
     index_url: str | None = None
     find_links: tuple[str, ...]
 
 
-class CliConfig(ConfigModel):
+class CliConfig(msgspec.Struct, kw_only=True, frozen=True, rename="camel", forbid_unknown_fields=True):
     api: ApiConfig
     auth: CliAuthConfig | None = None
     upgrade: UpgradeConfig
+
+    def to_json(self) -> dict[str, Any]:
+        """The block again, durations as ISO 8601 (``decode_cli_block`` reads them back)."""
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
+
+
+def decode_cli_block(block: Any) -> CliConfig:
+    """The ``cli`` block as Pkl renders it (durations in milliseconds), or as ``CliConfig.to_json`` wrote it;
+    ``ValueError`` saying which field is wrong otherwise."""
+    if isinstance(block, Mapping) and isinstance(api := block.get("api"), Mapping):
+        retry_for = api.get("retryFor")
+        if isinstance(retry_for, int | float) and not isinstance(retry_for, bool):
+            # msgspec reads a number as seconds
+            block = {**block, "api": {**api, "retryFor": retry_for / 1000}}
+    try:
+        return msgspec.convert(block, CliConfig, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ValueError(str(exc).replace("`$.", "`cli.").replace("`$`", "`cli`")) from None

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
+import msgspec
 
 from svc.config import cli_cache
-from svc.config.cli_model import ApiConfig, CliConfig
+from svc.config.cli_model import ApiConfig, CliConfig, decode_cli_block
 
 if TYPE_CHECKING:
     from svc.config.model import SvcConfig
@@ -40,6 +40,8 @@ def _checked(rendered: object, path: Path | str) -> dict[str, Any]:
 
 
 def _validated(rendered: object, path: Path | str) -> SvcConfig:
+    from pydantic import ValidationError
+
     from svc.config.model import SvcConfig  # the agent's models: defined only for a whole config
 
     try:
@@ -120,7 +122,7 @@ def load_cli_config(path: Path | None) -> SvcConfig:
     config = _validated(*_rendered_for_cli(path))
     api = api_from_environment(config.cli.api)
     return config if api is config.cli.api else config.model_copy(
-        update={"cli": config.cli.model_copy(update={"api": api})})
+        update={"cli": msgspec.structs.replace(config.cli, api=api)})
 
 
 def cli_config(path: Path | None) -> CliConfig:
@@ -133,16 +135,16 @@ def cli_config(path: Path | None) -> CliConfig:
     cached = cli_cache.read_block(source, _module_readers)
     if cached is not None:
         try:
-            cli = CliConfig.model_validate(cached)
-        except ValidationError:  # kept by a build of svc whose models differed: read the file again
+            cli = decode_cli_block(cached)
+        except ValueError:  # kept by a build of svc whose models differed: read the file again
             cli = None
     if cli is None:
         try:
-            cli = CliConfig.model_validate(_evaluated_cli_block(source))
-        except ValidationError as exc:  # as in _validated: a mismatch between module and models
+            cli = decode_cli_block(_evaluated_cli_block(source))
+        except ValueError as exc:  # as in _validated: a mismatch between module and models
             raise ConfigError(f"invalid config {source or 'svc:/Config.pkl'}: {exc}") from exc
     api = api_from_environment(cli.api)
-    return cli if api is cli.api else cli.model_copy(update={"api": api})
+    return cli if api is cli.api else msgspec.structs.replace(cli, api=api)
 
 
 def api_from_environment(api: ApiConfig) -> ApiConfig:
@@ -156,7 +158,7 @@ def api_from_environment(api: ApiConfig) -> ApiConfig:
         changes |= _address(url)
     if (retry_for := retry_for_from_environment()) is not None:  # 0 s is falsy, and means "do not retry"
         changes["retry_for"] = retry_for
-    return api.model_copy(update=changes) if changes else api
+    return msgspec.structs.replace(api, **changes) if changes else api
 
 
 def retry_for_from_environment() -> timedelta | None:

@@ -11,13 +11,33 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 from pydantic.alias_generators import to_camel
 
-from svc.config.cli_model import ApiConfig, CliAuthConfig, CliConfig, ConfigModel, DurationModel, UpgradeConfig
+from svc.config.cli_model import ApiConfig, CliAuthConfig, CliConfig, UpgradeConfig, decode_cli_block
 
 DatastoreType = Literal["sqlite", "postgres", "auroradataapi"]
 LogLevel = Literal["debug", "info", "warn", "error"]
+
+
+class ConfigModel(BaseModel):
+    # defer_build: a model's validator is built when it first validates, not when its module is imported.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid",
+                              defer_build=True)
+
+
+def _milliseconds(value: Any) -> Any:
+    return timedelta(milliseconds=value) if isinstance(value, (int, float)) else value
+
+
+class DurationModel(ConfigModel):
+    """Models whose ``timedelta`` fields arrive from Pkl as milliseconds."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _durations(cls, value: Any, info: Any) -> Any:
+        field = cls.model_fields[info.field_name]
+        return _milliseconds(value) if field.annotation is timedelta else value
 
 
 def expand_path(value: str) -> Path:
@@ -195,8 +215,20 @@ class AgentConfig(ConfigModel):
 
 
 class SvcConfig(ConfigModel):
+    # The cli block is the CLI's own structs (``svc.config.cli_model``), decoded as a command decodes it.
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     agent: AgentConfig
     cli: CliConfig
+
+    @field_validator("cli", mode="before")
+    @classmethod
+    def _cli(cls, value: Any) -> Any:
+        return value if isinstance(value, CliConfig) else decode_cli_block(value)
+
+    @field_serializer("cli")
+    def _cli_document(self, cli: CliConfig) -> dict[str, Any]:
+        return cli.to_json()
 
 
 __all__ = ["ApiConfig", "CliAuthConfig", "CliConfig", "UpgradeConfig"]  # the CLI's block, as part of the whole

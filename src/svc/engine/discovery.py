@@ -81,7 +81,7 @@ class DiscoveryReport:
     def to_json(self) -> dict[str, Any]:
         return DiscoveryReportView(CommandId=self.command_id, Targets=self.targets, Listed=self.listed,
                                    Discovered=self.discovered, Filtered=self.filtered, Denied=self.denied,
-                                   Errors=self.errors, Resources=self.resources).model_dump(mode="json")
+                                   Errors=self.errors, Resources=self.resources).to_json(nulls=True)
 
 
 def discovery_job(store: Datastore, gateway: PluginGateway, catalog: Catalog, config: AgentConfig,

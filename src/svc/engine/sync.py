@@ -93,7 +93,7 @@ class SyncReport:
 
     def to_json(self) -> Json:
         # CommandId stays in the answer as null when nothing changed (what clients test for).
-        return SyncReportView(CommandId=self.command_id, Changed=self.changed).model_dump(mode="json")
+        return SyncReportView(CommandId=self.command_id, Changed=self.changed).to_json(nulls=True)
 
 
 class SyncPass:

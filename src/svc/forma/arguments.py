@@ -18,7 +18,7 @@ from pathlib import Path
 
 from svc.forma.errors import FormaError
 from svc.forma.evaluate import RenderedForma, forma_properties, render_forma
-from svc.model.forma import Property
+from svc.model.forma_document import Property
 
 # The CLI's parser of property flags: the declared properties and the arguments in, the ``prop:`` values of the
 # flags the arguments give out (the values the forma does not get from its own defaults).

@@ -8,7 +8,7 @@ module and of every module that module imports, transitively (the Pkl binary's t
 which classes it need not derive (``prop:$cachedClasses``). A class declared anywhere else (in the forma, in a
 project's helper modules) is derived every time: nothing here is keyed by what the user is editing.
 
-One file per svc version in the schema cache directory (``svc.schema.extract.default_cache_dir``), replaced
+One file per svc version in the schema cache directory (``svc.paths.schema_cache_dir``), replaced
 whole; a file that cannot be read is as good as none.
 """
 
@@ -24,9 +24,8 @@ from typing import Any
 
 from svc import __version__
 from svc.forma.module_files import ModuleFiles, Package, packages_of
-from svc.paths import replace_file
+from svc.paths import replace_file, schema_cache_dir
 from svc.pkl import find_pkl
-from svc.schema.extract import default_cache_dir
 
 CACHED_CLASSES = "$cachedClasses"  # the prop: that names the classes not to derive, one per line
 _FORMAT = 1
@@ -48,7 +47,7 @@ class DescriptorCache:
 
     @classmethod
     def open(cls, project: Mapping[str, Any], directory: Path | None = None) -> DescriptorCache:
-        path = (directory or default_cache_dir()) / f"classes-svc-{__version__}.v{_FORMAT}.json"
+        path = (directory or schema_cache_dir()) / f"classes-svc-{__version__}.v{_FORMAT}.json"
         cache = cls(path, packages_of(project))
         try:
             document = json.loads(path.read_bytes())

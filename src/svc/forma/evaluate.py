@@ -7,18 +7,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.errors import FormaError, from_pkl_error
 from svc.forma.evaluation_cache import EvaluationCache, cache_enabled
-from svc.model.forma import LISTED_SCHEMAS, Forma, Property
+from svc.model import wire
+from svc.model.forma_document import LISTED_SCHEMAS, Property
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
 from svc.pkl.ext import ext_readers
 from svc.pkl.packages import PackageEnvironment
 from svc.pkl.projects import PklProjectError, environment_for
+
+if TYPE_CHECKING:
+    from svc.model.forma import Forma
 
 PROPERTIES_MODE = "properties"
 SCHEMA_KEYS = "SchemaKeys"  # each listed descriptor's class, for the descriptor cache (``@svc/forma.pkl``)
@@ -49,6 +51,10 @@ class RenderedForma:
 
     def validated(self) -> Forma:
         """The forma as the model the agent plans from (``document`` is left as it was)."""
+        from pydantic import ValidationError  # only ``svc eval`` reads the model: a plan or apply sends the JSON
+
+        from svc.model.forma import Forma
+
         try:
             return Forma.model_validate(self.to_wire())
         except ValidationError as exc:  # Pkl rendered the forma; a mismatch here is svc's own bug
@@ -97,8 +103,8 @@ def forma_properties(path: Path) -> dict[str, Property]:
 
 def _properties(path: Path, document: dict[str, Any]) -> dict[str, Property]:
     try:
-        return {name: Property.model_validate(p) for name, p in document.get("Properties", {}).items()}
-    except (ValidationError, AttributeError) as exc:
+        return wire.decode(dict[str, Property], document.get("Properties", {}))  # type: ignore[no-any-return]
+    except (wire.WireError, AttributeError) as exc:
         raise FormaError(_NOT_A_FORMA.format(path=path)) from exc
 
 

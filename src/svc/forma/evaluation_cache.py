@@ -31,13 +31,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from svc import __version__, jsontext
 from svc.forma.module_files import ModuleFiles, packages_of
-from svc.model.forma import LISTED_SCHEMAS
-from svc.model.opaque import opaque_fields
-from svc.model.schema import Schema
+from svc.model.forma_document import LISTED_SCHEMAS
+from svc.model.opaque import document_opaque_fields
 from svc.model.values import conceal_secrets
 from svc.paths import cache_home, write_private
 from svc.pkl import find_pkl
@@ -146,7 +143,7 @@ def _holds_a_secret(document: Mapping[str, Any]) -> bool:
     """A value where a resource's descriptor says a secret goes (an Opaque envelope is found in the text). A
     document not in a forma's shape is not kept either."""
     try:
-        fields = [opaque_fields(Schema.model_validate(raw)) for raw in document.get(LISTED_SCHEMAS) or ()]
+        fields = [document_opaque_fields(raw) for raw in document.get(LISTED_SCHEMAS) or ()]
         found: list[Any] = []
         for resource in document["Resources"]:
             opaque = fields[resource["SchemaIndex"]]
@@ -154,6 +151,6 @@ def _holds_a_secret(document: Mapping[str, Any]) -> bool:
                 conceal_secrets(resource.get("Properties") or {}, opaque, found.append)
                 if found:
                     return True
-    except (ValidationError, LookupError, TypeError, AttributeError):
+    except (LookupError, TypeError, AttributeError):
         return True
     return False

@@ -10,28 +10,18 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_serializer, field_validator, model_validator
 
+from svc.model import wire
+from svc.model.forma_document import LISTED_SCHEMAS, Property
 from svc.model.schema import FieldHint, Schema, WireModel
+
+__all__ = ["LISTED_SCHEMAS", "Forma", "Property", "Resource", "Stack", "Target"]
 
 
 class Description(WireModel):
     text: str | None = None
     confirm: bool = False
-
-
-class Property(WireModel):
-    """A CLI property of the forma: the flag ``--<flag>``; required when it has no default."""
-
-    flag: str
-    type: Literal["String", "Boolean", "Int", "Float"] = "String"
-    default: str | bool | int | float | None = None
-    value: str | bool | int | float | None = None
-    description: str | None = None
-
-    @property
-    def required(self) -> bool:
-        return self.default is None
 
 
 class Policy(WireModel):
@@ -91,16 +81,30 @@ class Resource(WireModel):
 
 # The key of the forma JSON's list of descriptors in the shape ``Forma.to_wire`` renders (and ``@svc/forma.pkl``):
 # each descriptor once, each resource naming its own by its place there (``SchemaIndex``).
-LISTED_SCHEMAS = "Schemas"
 
 
 class Forma(WireModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)  # ``Property`` is a wire struct (validated above)
+
     description: Description = Field(default_factory=Description)
     properties: dict[str, Property] = Field(default_factory=dict)
     stacks: tuple[Stack, ...] = ()
     targets: tuple[Target, ...] = ()
     policies: tuple[Policy, ...] = ()
     resources: tuple[Resource, ...] = ()
+
+    @field_validator("properties", mode="before")
+    @classmethod
+    def _properties(cls, value: Any) -> Any:
+        # A command reads them without pydantic (``svc.model.forma_document``); decoded the same way here.
+        try:
+            return wire.decode(dict[str, Property], value)
+        except wire.WireError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_serializer("properties")
+    def _property_documents(self, properties: dict[str, Property]) -> dict[str, Any]:
+        return {name: prop.to_json() for name, prop in properties.items()}
 
     @model_validator(mode="before")
     @classmethod

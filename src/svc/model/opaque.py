@@ -13,9 +13,11 @@ self-referencing sub-resource makes it a graph (``root.children=root``: a child 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from svc.model.schema import Schema
+if TYPE_CHECKING:
+    from svc.model.schema import Schema
 
 ANY_KEY = "*"  # a mapping level: every key of the user's mapping
 
@@ -87,6 +89,21 @@ def opaque_fields(schema: Schema) -> OpaqueFields:
     """Where ``schema``'s secrets are: its opaque paths, or (a schema stored before it had them) the keys
     of its ``opaque`` hints."""
     return _tree(schema.opaque_paths or tuple(key for key, hint in schema.hints.items() if hint.opaque))
+
+
+def document_opaque_fields(schema: Mapping[str, Any]) -> OpaqueFields:
+    """``opaque_fields`` of a descriptor's JSON document as Pkl renders it (``OpaquePaths``, ``Hints``), read
+    without the model: what a command that sends a forma unvalidated checks for secrets. ``TypeError`` if the
+    document is not a descriptor's shape."""
+    paths = schema.get("OpaquePaths") or ()
+    hints = schema.get("Hints") or {}
+    if not isinstance(paths, list | tuple) or not isinstance(hints, Mapping):
+        raise TypeError("not a descriptor")
+    if not paths:
+        paths = [key for key, hint in hints.items() if hint.get("Opaque") is True]
+    if not all(isinstance(path, str) for path in paths):
+        raise TypeError("not a descriptor")
+    return _tree(tuple(paths))
 
 
 @functools.lru_cache(maxsize=256)  # a handful of types serve thousands of changes; nodes are only read

@@ -2,31 +2,104 @@
 
 The command service produces these objects and the HTTP layer serialises them unchanged, so that
 existing clients of the reference API keep working. Optional fields are omitted when ``None``
-(serialise with ``model_dump(by_alias=True, exclude_none=True)``).
+(``to_json``).
+
+They are ``msgspec`` structs rather than pydantic models because the CLI decodes them on every command:
+defining ~30 pydantic models and importing pydantic cost a short command about a third of its CPU, a
+struct costs nothing to define and ``decode`` validates an answer in C. The agent builds them from its
+own records (the type checker checks those calls); the CLI reads them leniently (``decode``), so that a
+newer agent's extra fields are dropped.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 CommandState = Literal["NotStarted", "Pending", "InProgress", "Canceling", "Success", "Failed", "Canceled"]
 UpdateState = Literal["Unknown", "NotStarted", "Pending", "InProgress", "Failed", "Success", "Canceled", "Rejected"]
 ResourceOperation = Literal["create", "update", "delete", "read", "replace"]
 
 
-class Wire(BaseModel):
-    # defer_build: a shape's validator is built when first used, not at import. The CLI imports every shape and
-    # uses two or three per command; building them all took ~8% of its start-up CPU (``import svc.cli.main``).
-    model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
+class Wire(msgspec.Struct):
+    # Every subclass says kw_only=True again (msgspec applies it to the fields a class defines): the fields keep
+    # the reference's order, optional ones among required.
 
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+    def to_json(self, *, nulls: bool = False) -> dict[str, Any]:
+        """The JSON document: every field that is not ``None`` (``nulls``: every field), by name, nested shapes
+        likewise."""
+        if nulls:
+            return msgspec.to_builtins(self)  # type: ignore[no-any-return]
+        document = {}
+        for name, key in zip(self.__struct_fields__, self.__struct_encode_fields__, strict=True):
+            value = getattr(self, name)
+            if value is not None and value is not msgspec.UNSET:
+                document[key] = _json(value)
+        return document
 
 
-class ResourceUpdateView(Wire):
+Shape = TypeVar("Shape", bound=Wire)
+
+
+class WireError(ValueError):
+    """A document that is not the shape asked for; ``where`` is its path (``Simulation.Command.State``)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+
+
+def decode(shape: type[Shape] | Any, document: Any) -> Any:
+    """``document`` (JSON text, or what ``json.loads`` made of it) as ``shape`` (a wire shape, or a type made of
+    them such as ``list[CommandView]``): fields this shape does not have are dropped; a missing or mistyped one
+    is a ``WireError``."""
+    try:
+        if isinstance(document, bytes | str):
+            return msgspec.json.decode(document, type=shape)
+        return msgspec.convert(document, type=shape)
+    except msgspec.ValidationError as exc:
+        raise _wire_error(str(exc)) from None
+    except msgspec.DecodeError as exc:
+        raise WireError("the answer", f"not JSON ({exc})") from None
+
+
+_MISSING = "Object missing required field `"
+
+
+def _wire_error(text: str) -> WireError:
+    # msgspec says "Expected `str`, got `int` - at `$.Simulation.Command[0].State`"
+    message, _, where = text.rpartition(" - at `")
+    if not message:
+        message, where = text, ""
+    where = where.rstrip("`").removeprefix("$").removeprefix(".")
+    if message.startswith(_MISSING):
+        field = message.removeprefix(_MISSING).removesuffix("`")
+        where, message = f"{where}.{field}" if where else field, "missing"
+    return WireError(where or "the answer", message)
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, Wire):
+        return value.to_json()
+    if isinstance(value, datetime):
+        return _timestamp(value)
+    if isinstance(value, list) and value and isinstance(value[0], Wire):
+        return [item.to_json() for item in value]
+    if isinstance(value, dict) and value and isinstance(next(iter(value.values())), Wire):
+        return {key: item.to_json() for key, item in value.items()}
+    return value
+
+
+def _timestamp(value: datetime) -> str:
+    # As pydantic wrote them before (and Go's RFC 3339): UTC as "Z".
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+class ResourceUpdateView(Wire, kw_only=True):
     ResourceId: str
     ResourceType: str
     ResourceLabel: str | None = None
@@ -38,7 +111,7 @@ class ResourceUpdateView(Wire):
     CreateOnlyPatch: list[dict[str, Any]] | None = None
     State: UpdateState
     StartedAt: datetime | None = None
-    Duration: int | None = Field(default=None, description="milliseconds")
+    Duration: int | None = None  # milliseconds
     CurrentAttempt: int | None = None
     MaxAttempts: int | None = None
     ErrorMessage: str | None = None
@@ -52,7 +125,7 @@ class ResourceUpdateView(Wire):
     CascadeSource: str | None = None
 
 
-class TargetUpdateView(Wire):
+class TargetUpdateView(Wire, kw_only=True):
     TargetLabel: str
     Operation: Literal["create", "update", "delete", "replace", "resolve"]
     State: UpdateState
@@ -67,7 +140,7 @@ class TargetUpdateView(Wire):
     CascadeSource: str | None = None
 
 
-class StackUpdateView(Wire):
+class StackUpdateView(Wire, kw_only=True):
     StackLabel: str
     Operation: Literal["create", "update", "delete"]
     State: UpdateState
@@ -78,7 +151,7 @@ class StackUpdateView(Wire):
     ModifiedTs: datetime | None = None
 
 
-class PolicyUpdateView(Wire):
+class PolicyUpdateView(Wire, kw_only=True):
     PolicyLabel: str
     PolicyType: Literal["ttl", "auto-reconcile"]
     StackLabel: str | None = None
@@ -93,7 +166,7 @@ class PolicyUpdateView(Wire):
     ModifiedTs: datetime | None = None
 
 
-class CommandView(Wire):
+class CommandView(Wire, kw_only=True):
     CommandId: str
     Command: Literal["apply", "destroy", "sync", "discovery"]
     Mode: Literal["reconcile", "patch"] | None = None
@@ -113,12 +186,12 @@ class CommandView(Wire):
     UpdateCounts: dict[str, int] | None = None
 
 
-class DescriptionView(Wire):
+class DescriptionView(Wire, kw_only=True):
     Text: str | None = None
     Confirm: bool | None = None
 
 
-class SimulationView(Wire):
+class SimulationView(Wire, kw_only=True):
     ChangesRequired: bool
     Command: CommandView | None = None
     Warnings: list[str] | None = None
@@ -131,20 +204,20 @@ class SimulationView(Wire):
     Fingerprint: dict[str, str] | None = None
 
 
-class SubmitCommandResponse(Wire):
+class SubmitCommandResponse(Wire, kw_only=True):
     CommandId: str
-    Description: DescriptionView = Field(default_factory=lambda: DescriptionView())
+    Description: DescriptionView = msgspec.field(default_factory=lambda: DescriptionView())
     Simulation: SimulationView
     # Added: with ``seal-secrets=true``, the simulated forma with each secret sealed under the agent's key
     # (``{"$sealed": token}``), to save with the plan (``svc plan -o``) and submit again to apply it.
     SealedForma: dict[str, Any] | None = None
 
 
-class ListCommandStatusResponse(Wire):
+class ListCommandStatusResponse(Wire, kw_only=True):
     Commands: list[CommandView]
 
 
-class CanceledUpdateState(Wire):
+class CanceledUpdateState(Wire, kw_only=True):
     State: UpdateState  # Canceled; InProgress: in a plugin call, it finishes first (a cancel without force)
     ForceCanceled: bool | None = None
     CommandId: str | None = None
@@ -154,13 +227,13 @@ class CanceledUpdateState(Wire):
     StackName: str | None = None
 
 
-class CancelCommandResponse(Wire):
+class CancelCommandResponse(Wire, kw_only=True):
     CommandIds: list[str]
     ResourceUpdateStates: dict[str, CanceledUpdateState] | None = None
     Forced: bool | None = None
 
 
-class ResourceSummary(Wire):
+class ResourceSummary(Wire, kw_only=True):
     Label: str
     Stack: str
     Type: str
@@ -171,7 +244,7 @@ class ResourceSummary(Wire):
     Managed: bool | None = None
 
 
-class StackView(Wire):
+class StackView(Wire, kw_only=True):
     ID: str | None = None
     Label: str
     Description: str | None = None
@@ -179,7 +252,7 @@ class StackView(Wire):
     CreatedAt: datetime | None = None
 
 
-class PolicyView(Wire):
+class PolicyView(Wire, kw_only=True):
     """``GET /policies``: a standalone policy (declared on its own, shared by label) and the stacks using it."""
 
     Label: str
@@ -188,16 +261,16 @@ class PolicyView(Wire):
     AttachedStacks: list[str] | None = None
 
 
-class DriftChange(Wire):
+class DriftChange(Wire, kw_only=True):
     """One property changed by drift: its JSON pointer, and its value before (absent when it was added) and now
     (absent when it was removed), as the provider has them (secrets as their hash envelopes)."""
 
     Path: str
-    Old: Any = None
-    New: Any = None
+    Old: Any = msgspec.UNSET  # absent (UNSET), not null, when the property was added
+    New: Any = msgspec.UNSET  # absent when it was removed
 
 
-class DriftedResource(Wire):
+class DriftedResource(Wire, kw_only=True):
     """A resource changed since its stack's last reconcile (drift). ``GET /stacks/{stack}/drift`` adds, for an
     update, its properties now and as the reconcile left them, and the RFC 6902 patch between them; a refused
     reconcile (``ReconcileRejected``) names it only."""
@@ -212,19 +285,19 @@ class DriftedResource(Wire):
     Changes: list[DriftChange] | None = None
 
 
-class StackDriftView(Wire):
+class StackDriftView(Wire, kw_only=True):
     """``GET /stacks/{stack}/drift``; also each stack's entry in a ``ReconcileRejected`` refusal's data."""
 
     ModifiedResources: list[DriftedResource]
 
 
-class ReconcileRejectedData(Wire):
+class ReconcileRejectedData(Wire, kw_only=True):
     """The ``data`` of a ``ReconcileRejected`` refusal: the drifted resources by stack."""
 
     ModifiedStacks: dict[str, StackDriftView]
 
 
-class ChangedResource(Wire):
+class ChangedResource(Wire, kw_only=True):
     """A resource whose stored state a synchronization pass changed (``update``, ``delete``, or ``evict`` for a
     discovered one a discovery filter now excludes)."""
 
@@ -234,14 +307,14 @@ class ChangedResource(Wire):
     Operation: str
 
 
-class SyncReportView(Wire):
+class SyncReportView(Wire, kw_only=True):
     """``POST /admin/synchronize``: the pass's command (None: nothing changed) and what it changed."""
 
     CommandId: str | None = None
-    Changed: list[ChangedResource] = Field(default_factory=list)
+    Changed: list[ChangedResource] = msgspec.field(default_factory=list)
 
 
-class DiscoveredResource(Wire):
+class DiscoveredResource(Wire, kw_only=True):
     Stack: str
     Type: str
     Label: str
@@ -249,7 +322,7 @@ class DiscoveredResource(Wire):
     NativeID: str | None = None
 
 
-class DiscoveryReportView(Wire):
+class DiscoveryReportView(Wire, kw_only=True):
     """``POST /admin/discover``: what the run did, and the resources it stored that are new."""
 
     CommandId: str | None = None
@@ -257,27 +330,27 @@ class DiscoveryReportView(Wire):
     Listed: int = 0
     Discovered: int = 0
     Filtered: int = 0
-    Denied: list[str] = Field(default_factory=list)
-    Errors: list[str] = Field(default_factory=list)
-    Resources: list[DiscoveredResource] = Field(default_factory=list)
+    Denied: list[str] = msgspec.field(default_factory=list)
+    Errors: list[str] = msgspec.field(default_factory=list)
+    Resources: list[DiscoveredResource] = msgspec.field(default_factory=list)
 
 
-class TtlSweepView(Wire):
+class TtlSweepView(Wire, kw_only=True):
     """``POST /admin/check-ttl`` (snake_case, as the reference answers it): the stacks the sweep expired and the
     destroy commands it started."""
 
-    expired_stacks: list[str] = Field(default_factory=list)
-    command_ids: list[str] = Field(default_factory=list)
+    expired_stacks: list[str] = msgspec.field(default_factory=list)
+    command_ids: list[str] = msgspec.field(default_factory=list)
 
 
-class ReconcileStackResponse(Wire):
+class ReconcileStackResponse(Wire, kw_only=True):
     """``POST /stacks/{stack}/reconcile``: 202 with the command's id, or 200 with a message when nothing drifted."""
 
     command_id: str | None = None
     message: str | None = None
 
 
-class TargetView(Wire):
+class TargetView(Wire, kw_only=True):
     Label: str
     Namespace: str
     Config: dict[str, Any] | None = None
@@ -287,20 +360,20 @@ class TargetView(Wire):
     Reaping: dict[str, Any] | None = None  # {Kind: never} | {Kind: after, MaxUnreachableSeconds}
 
 
-class ErrorBody(Wire):
+class ErrorBody(Wire, kw_only=True):
     """A typed domain error: ``{"error": Type, "data": {…}}``."""
 
     error: str
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class MessageBody(Wire):
+class MessageBody(Wire, kw_only=True):
     """A plain error: ``{"message": "…"}``."""
 
     message: str
 
 
-class RetryConfigView(Wire):
+class RetryConfigView(Wire, kw_only=True):
     """Durations in nanoseconds, as the reference serialises Go durations."""
 
     StatusCheckInterval: int
@@ -308,7 +381,7 @@ class RetryConfigView(Wire):
     RetryDelay: int
 
 
-class PluginInfo(Wire):
+class PluginInfo(Wire, kw_only=True):
     Namespace: str
     Version: str
     NodeName: str | None = None
@@ -320,20 +393,20 @@ class PluginInfo(Wire):
     DiscoveryFilters: list[dict[str, Any]] | None = None
 
 
-class StatsView(Wire):
+class StatsView(Wire, kw_only=True):
     """``GET /stats``: the agent's version (the CLI's strict version check reads it) and counts."""
 
     Version: str
     AgentId: str
     Clients: int = 0
-    Commands: dict[str, int] = Field(default_factory=dict)
-    States: dict[str, int] = Field(default_factory=dict)
+    Commands: dict[str, int] = msgspec.field(default_factory=dict)
+    States: dict[str, int] = msgspec.field(default_factory=dict)
     Stacks: int = 0
-    Resources: dict[str, int] = Field(default_factory=dict)
-    UnmanagedResources: dict[str, int] = Field(default_factory=dict)
-    Targets: dict[str, int] = Field(default_factory=dict)
-    ResourceTypes: dict[str, int] = Field(default_factory=dict)
-    Plugins: list[PluginInfo] = Field(default_factory=list)
+    Resources: dict[str, int] = msgspec.field(default_factory=dict)
+    UnmanagedResources: dict[str, int] = msgspec.field(default_factory=dict)
+    Targets: dict[str, int] = msgspec.field(default_factory=dict)
+    ResourceTypes: dict[str, int] = msgspec.field(default_factory=dict)
+    Plugins: list[PluginInfo] = msgspec.field(default_factory=list)
     ReapPendingTargets: int = 0  # unreachable targets a reap policy applies to
     ReapedTargets: int = 0
     Role: str | None = None  # leader or follower (svc's own: several agents may share a datastore)

@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import stat
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from pydantic import TypeAdapter
 from svc import __version__
 from svc.model.lazy import LazyMapping
 from svc.model.schema import ResourceDescriptor
-from svc.paths import cache_home, replace_file
+from svc.paths import replace_file, schema_cache_dir
 from svc.pkl import EvaluationRequest, PklError, shared_server
 from svc.pkl.packages import implicit_environment, plugin_package, svc_package
 from svc.plugins import InstalledPlugin
@@ -39,8 +38,7 @@ _log = logging.getLogger(__name__)
 
 @functools.cache
 def _descriptors() -> TypeAdapter[list[ResourceDescriptor]]:
-    # Built on first use: the CLI imports this module (for ``default_cache_dir``) and never validates a descriptor
-    # list; building the validator at import cost ~15 ms of a short command's ~0.25 s of CPU.
+    # Built on first use: an agent that reads its descriptors from the cache never validates a whole list.
     return TypeAdapter(list[ResourceDescriptor])
 
 
@@ -50,13 +48,6 @@ class SchemaExtractionError(Exception):
 
 class DamagedCache(Exception):
     """A schema cache file that is not one this svc wrote whole; the message says what is wrong."""
-
-
-def default_cache_dir() -> Path:
-    """``$SVC_SCHEMA_CACHE``, else ``svc/schemas`` in the user's cache directory."""
-    if os.environ.get("SVC_SCHEMA_CACHE"):
-        return Path(os.environ["SVC_SCHEMA_CACHE"])
-    return cache_home() / "schemas"
 
 
 def _extraction_module(dependency: str) -> str:
@@ -99,7 +90,7 @@ def _fingerprint(plugin: InstalledPlugin) -> str:
 
 def cache_file(plugin: InstalledPlugin, cache_dir: Path | None = None) -> Path:
     """Where the descriptors of ``plugin``, as its schema files are now, are cached."""
-    return ((cache_dir or default_cache_dir())
+    return ((cache_dir or schema_cache_dir())
             / f"{plugin.namespace}-{plugin.version}-svc-{__version__}-{_fingerprint(plugin)}.v{_FORMAT}.json")
 
 
