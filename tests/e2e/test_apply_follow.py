@@ -19,7 +19,7 @@ from support.processes import SVC, child_command_lines
 from svc.cli import agent_api
 from svc.cli.client import AgentClient
 from svc.cli.watch import LiveUpdates
-from svc.config.model import CliConfig
+from svc.config.cli_model import decode_cli_block
 from svc.model.wire import CommandView
 
 HEADERS = {"Client-ID": "test"}
@@ -91,8 +91,8 @@ def test_a_live_view_merges_what_changed_into_the_whole_command(world: World) ->
                           "--output-consumer", "machine")
     assert submitted.returncode == 0, submitted.stderr
     command_id = json.loads(submitted.stdout)["CommandId"]
-    config = CliConfig.model_validate({"api": {"url": "http://127.0.0.1", "port": world.agent.port, "retryFor": 10000},
-                                       "upgrade": {"findLinks": []}})
+    config = decode_cli_block({"api": {"url": "http://127.0.0.1", "port": world.agent.port, "retryFor": 10000},
+                              "upgrade": {"findLinks": []}})
     with AgentClient(config) as client:
         merged = LiveUpdates(client, command_id)
         view = merged(0.0)

@@ -168,7 +168,7 @@ def test_eval_takes_config_like_every_command(workdir: Path) -> None:
     assert json.loads(result.stdout)["Stacks"][0]["Label"] == "prod"
     missing = run_svc("eval", "props.pkl", "--env", "prod", "--config", "nope.pkl")
     assert (missing.returncode, missing.stderr) == (
-        1, "Error: Invalid value for '--config': file 'nope.pkl' does not exist.\nRun 'svc eval --help' for usage.\n")
+        1, "Error: Invalid value for '--config': File 'nope.pkl' does not exist.\nRun 'svc eval --help' for usage.\n")
 
 
 @pytest.mark.parametrize(("resources", "marker", "message"), [

@@ -15,12 +15,12 @@ from support.tiny_http import Answer, Request, TinyHttp
 from svc.cli.agent_errors import AgentUnavailable
 from svc.cli.client import AgentClient
 from svc.cli.errors import CliError
-from svc.config.model import CliConfig
+from svc.config.cli_model import decode_cli_block
 
 
 def client(port: int, retry_for: float = 10.0, **options: bool) -> AgentClient:
-    config = CliConfig.model_validate({"api": {"url": "http://127.0.0.1", "port": port, "retryFor": retry_for * 1000},
-                                       "upgrade": {"findLinks": []}})
+    config = decode_cli_block({"api": {"url": "http://127.0.0.1", "port": port, "retryFor": retry_for * 1000},
+                              "upgrade": {"findLinks": []}})
     return AgentClient(config, **options)
 
 

@@ -13,6 +13,9 @@ newer agent's extra fields are dropped.
 
 from __future__ import annotations
 
+import functools
+import types
+import typing
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
@@ -29,15 +32,9 @@ class Wire(msgspec.Struct):
 
     def to_json(self, *, nulls: bool = False) -> dict[str, Any]:
         """The JSON document: every field that is not ``None`` (``nulls``: every field), by name, nested shapes
-        likewise."""
-        if nulls:
-            return msgspec.to_builtins(self)  # type: ignore[no-any-return]
-        document = {}
-        for name, key in zip(self.__struct_fields__, self.__struct_encode_fields__, strict=True):
-            value = getattr(self, name)
-            if value is not None and value is not msgspec.UNSET:
-                document[key] = _json(value)
-        return document
+        likewise (a ``None`` inside a free-form document such as ``Properties`` stays)."""
+        document: dict[str, Any] = msgspec.to_builtins(self)  # in C; UTC timestamps end in "Z", as Go's
+        return document if nulls else _without_nulls(document, type(self))
 
 
 Shape = TypeVar("Shape", bound=Wire)
@@ -81,22 +78,35 @@ def _wire_error(text: str) -> WireError:
     return WireError(where or "the answer", message)
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, Wire):
-        return value.to_json()
-    if isinstance(value, datetime):
-        return _timestamp(value)
-    if isinstance(value, list) and value and isinstance(value[0], Wire):
-        return [item.to_json() for item in value]
-    if isinstance(value, dict) and value and isinstance(next(iter(value.values())), Wire):
-        return {key: item.to_json() for key, item in value.items()}
-    return value
+def _without_nulls(document: dict[str, Any], shape: type[Wire]) -> dict[str, Any]:
+    kept = {key: value for key, value in document.items() if value is not None}
+    for key, inner, container in _nested_shapes(shape):
+        value = kept.get(key)
+        if value is None:
+            continue
+        if container is list:
+            kept[key] = [_without_nulls(item, inner) for item in value]
+        elif container is dict:
+            kept[key] = {name: _without_nulls(item, inner) for name, item in value.items()}
+        else:
+            kept[key] = _without_nulls(value, inner)
+    return kept
 
 
-def _timestamp(value: datetime) -> str:
-    # As pydantic wrote them before (and Go's RFC 3339): UTC as "Z".
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+@functools.cache
+def _nested_shapes(shape: type[Wire]) -> tuple[tuple[str, type[Wire], type | None], ...]:
+    """The fields of ``shape`` that hold wire shapes: (JSON key, the shape, ``list``/``dict``/``None`` for one)."""
+    nested = []
+    hints = typing.get_type_hints(shape)
+    for name, key in zip(shape.__struct_fields__, shape.__struct_encode_fields__, strict=True):
+        hint = hints[name]
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None
+            hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+        container, args = typing.get_origin(hint), typing.get_args(hint)
+        inner = args[-1] if container in (list, dict) else hint
+        if isinstance(inner, type) and issubclass(inner, Wire):
+            nested.append((key, inner, container if container in (list, dict) else None))
+    return tuple(nested)
 
 
 class ResourceUpdateView(Wire, kw_only=True):

@@ -8,13 +8,19 @@ its namespace, whose module is the plugin's package. The package ships ``Config.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.resources
 import importlib.util
 import re
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+# importlib.metadata is imported where the entry points are read: a command that evaluates a forma imports this
+# module (Pkl's plugins: reader) and most never read a plugin's module; its import (with email's parser) took
+# ~15 ms of a short command's CPU.
 
 PLUGIN_ENTRY_POINT_GROUP = "svc.plugins"
 
@@ -45,6 +51,8 @@ class InstalledPlugin:
 
 def installed_plugins() -> list[InstalledPlugin]:
     """Every plugin registered in the ``svc.plugins`` entry-point group, by namespace."""
+    from importlib.metadata import entry_points
+
     plugins: dict[str, InstalledPlugin] = {}
     for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
         plugins.setdefault(entry.name, _plugin(entry))
@@ -53,6 +61,8 @@ def installed_plugins() -> list[InstalledPlugin]:
 
 def plugin_distributions() -> dict[str, list[InstalledPlugin]]:
     """The installed distributions that register plugins, by normalized distribution name (``svc-plugin-aws``)."""
+    from importlib.metadata import entry_points
+
     importlib.invalidate_caches()  # pip may have just added or removed one while this process runs
     found: dict[str, list[InstalledPlugin]] = {}
     for entry in entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
@@ -63,6 +73,8 @@ def plugin_distributions() -> dict[str, list[InstalledPlugin]]:
 
 def plugins_of(distribution: str) -> list[InstalledPlugin]:
     """The plugins an installed distribution registers (none: it is not a svc plugin, or not installed)."""
+    import importlib.metadata
+
     importlib.invalidate_caches()
     try:
         dist = importlib.metadata.distribution(distribution)
