@@ -229,7 +229,8 @@ def run() -> None:
     # collection among them walked every object made since the interpreter started, 10 to 20 ms of a short
     # command's CPU. The group turns it back on with what they made frozen (``LazyGroup.load``).
     gc.disable()
-    # Pydantic looks for plugins of its own on the first validation: a scan of every installed distribution's
+    # Pydantic (which `svc eval`, the policy views and `svc agent start` still use; a plan or an apply does not
+    # import it) looks for plugins of its own on the first validation: a scan of every installed distribution's
     # entry points, 10 to 15 ms of a short command's CPU for plugins a CLI has no use for. A user's own setting
     # of the variable stands.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

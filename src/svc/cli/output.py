@@ -137,7 +137,7 @@ def emit(data: Data, consumer: Consumer, schema: Schema, human: Callable[[Data],
         human(data)
         return
     if schema is Schema.json:
-        # The encoder asks for each wire model it meets: copying the whole document first to replace them took
+        # The encoder asks for each wire shape it meets: copying the whole document first to replace them took
         # longer than encoding it (2.3 s of the 5 s a 100,000-resource forma's `svc eval` spent printing).
         typer.echo(json.dumps(data, separators=(",", ":"), default=_json_default))
     else:
