@@ -5,6 +5,8 @@ the agent's stack, the forma evaluator or the libraries of Pkl's libext:/tfvars:
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from support.cli_start import HEAVY, imported, loaded_modules
@@ -26,11 +28,12 @@ def test_short_commands_import_no_heavy_module(world: World, args: list[str]) ->
 def test_a_forma_command_imports_no_yaml_no_pydantic_and_no_agent_stack(world: World, command: list[str]) -> None:
     """A plan, an apply or a destroy needs the forma evaluator (it evaluates one) but not YAML, which only
     ``--output-schema yaml`` prints, nor pydantic (the answers are msgspec structs, the forma goes as Pkl rendered
-    it), nor anything of the agent's."""
+    it), nor anything of the agent's; off a terminal, not Rich either (its plan, lines and end are plain)."""
     forma = world.forma('new item.Item { label = "one"; value = "v" }\n')
+    no_terminal = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
 
-    modules = loaded_modules(*command, str(forma), "--config", str(world.agent.config))
+    modules = loaded_modules(*command, str(forma), "--config", str(world.agent.config), env=no_terminal)
 
     assert {"svc.forma.evaluate", "svc.cli.client"} <= modules
-    assert imported(modules, ("yaml", "pydantic", "sqlalchemy", "starlette", "uvicorn", "svc.engine",
+    assert imported(modules, ("yaml", "pydantic", "rich", "sqlalchemy", "starlette", "uvicorn", "svc.engine",
                               "svc.datastore")) == []

@@ -103,3 +103,45 @@ def test_the_lines_of_finished_updates_are_written_directly(monkeypatch: pytest.
     assert capsys.readouterr().out == "".join(
         f"Success: create AWS::S3::Bucket logs-{n} (stack app)\n" for n in range(3))
     assert not made  # Rich's console was never asked for
+
+
+@pytest.mark.parametrize("text", ["apply 2Zx9 succeeded.", "Failed: create FAKE::Test::Item a → b (stack app)",
+                                  "[not markup]", "a :sun: code", "wide 日本語 cells"])
+def test_styled_text_off_a_terminal_is_what_rich_prints(text: str, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from rich.text import Text
+
+    monkeypatch.setenv("COLUMNS", "40")
+    for variable in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(variable, raising=False)
+    console = output.LazyConsole()
+    console.styled(text, "red", highlight=False, soft_wrap=True)
+    assert console._rich is None  # written directly
+    rich = io.StringIO()
+    Console(file=rich).print(Text(text, style="red"), highlight=False, soft_wrap=True)
+    assert capsys.readouterr().out == rich.getvalue()
+
+
+def test_the_end_of_a_followed_command_off_a_terminal_needs_no_rich(monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """An apply followed into a pipe or a file (CI logs) prints its plan, its lines and its end without Rich."""
+    monkeypatch.setenv("COLUMNS", "40")
+    for variable in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(variable, raising=False)
+    from svc.cli import progress, render
+    from svc.model import wire
+
+    made: list[object] = []
+    lazy = output.LazyConsole()
+    monkeypatch.setattr(progress, "console", lazy)
+    monkeypatch.setattr(render, "console", lazy)
+    monkeypatch.setattr(output.LazyConsole, "rich", property(lambda self: made.append(1)))
+    command = wire.decode(wire.CommandView, {
+        "CommandId": "2Zx9", "Command": "apply", "Mode": "reconcile", "State": "Success",
+        "ResourceUpdates": [{"ResourceId": "k", "ResourceType": "T", "ResourceLabel": "a", "Operation": "create",
+                             "State": "Success"}]})
+
+    assert progress.print_end(command, with_failures=True) == 0
+    assert capsys.readouterr().out == (
+        "apply (reconcile) 2Zx9 Success: 1 of 1 resource updates finished (1 Success)\napply 2Zx9 succeeded.\n")
+    assert not made

@@ -66,6 +66,22 @@ class LazyConsole:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
+    @property
+    def is_terminal(self) -> bool:
+        """Rich's ``Console.is_terminal``, told without making the console."""
+        return self._rich.is_terminal if self._rich is not None else _rich_sees_a_terminal()
+
+    def styled(self, text: str, style: str, **options: Any) -> None:
+        """``text`` in a Rich ``style``: off a terminal, where Rich writes no colour, the text as it is."""
+        line = plain_line((text,), {**options, "markup": False, "emoji": False}) if self._rich is None else None
+        if line is None:
+            from rich.text import Text
+
+            self.rich.print(Text(text, style=style), **options)
+        else:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.rich, name)
 
@@ -83,7 +99,9 @@ def plain_line(objects: tuple[Any, ...], options: dict[str, Any]) -> str | None:
     if len(objects) != 1 or not isinstance(objects[0], str) or not _PLAIN_OPTIONS.issuperset(options):
         return None
     text: str = objects[0]
-    if not text.isascii() or (options.get("markup", True) and "[" in text):  # wide characters; markup
+    if options.get("markup", True) and "[" in text:
+        return None
+    if not text.isascii() and not options.get("soft_wrap"):  # wide characters: Rich measures them to wrap
         return None
     if options.get("emoji", True) and text.count(":") > 1:  # a possible :emoji: code
         return None

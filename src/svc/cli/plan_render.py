@@ -23,8 +23,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from rich.text import Text
-
 from svc.cli.output import console, plain_line
 from svc.cli.property_changes import change_lines, patch_changes, value_lines
 from svc.model.wire import CommandView, PolicyUpdateView, ResourceUpdateView, SimulationView
@@ -151,7 +149,11 @@ def render_plan(simulation: SimulationView, title: str) -> None:
     if plain is not None:
         console.print(plain, **_PLAIN)
     else:
+        from rich.text import Text  # a terminal's colours: off one, the lines are written as they are
+
         console.print(Text("\n").join(Text(line, style=_style(line)) for line in lines), highlight=False,
                       soft_wrap=True)
     for warning in simulation.Warnings or []:
+        from rich.text import Text
+
         console.print(Text.assemble(("Warning:", "yellow"), f" {warning}"), highlight=False, soft_wrap=True)

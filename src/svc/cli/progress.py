@@ -10,15 +10,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
-
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from svc.cli.output import console
 from svc.cli.render import command_line, command_name, operation_text, ordered_states, print_outcome, state_text
 from svc.model.states import TERMINAL_UPDATE_STATES, UpdateState
 from svc.model.wire import CommandView, ResourceUpdateView
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.table import Table
 
 _DIGITS = re.compile(r"([0-9]+)")
 Clock = Callable[[], float]
@@ -133,6 +134,8 @@ class LiveView:
         return ended if ended is not None else since(self.command.StartTs, now)
 
     def __rich_console__(self, _console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.text import Text
+
         now = self.clock()
         yield Text(header_line(self.command, self.elapsed(now)), style="bold", overflow="ellipsis", no_wrap=True)
         room = max((options.height or options.max_height or 24) - 1, 0)
@@ -160,6 +163,8 @@ class LiveView:
         return [self.rows[index] for index in sorted(kept[:room])]
 
     def _table(self, updates: Iterable[ResourceUpdateView], now: float) -> Table:
+        from rich.table import Table
+
         table = Table(box=None, pad_edge=False)
         columns = ["Change", "Type", "Label", "Stack", "State", *(["Attempt"] if self.with_attempts else []),
                    "Time", "Message"]
@@ -196,7 +201,7 @@ def print_end(command: CommandView, *, with_failures: bool) -> int:
     console.print(command_line(command), highlight=False, soft_wrap=True)
     if with_failures:
         for update in failures(command):
-            console.print(Text(update_line(update), style="red"), soft_wrap=True)
+            console.styled(update_line(update), "red", soft_wrap=True)
     code = print_outcome(command)
     duration = command_duration(command)
     if duration is not None:

@@ -8,8 +8,6 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from rich.live import Live
-
 from svc.cli import agent_api
 from svc.cli.agent_errors import AgentUnavailable
 from svc.cli.client import AgentClient
@@ -172,6 +170,8 @@ class LiveUpdates:
 
 
 def _follow_live(client: AgentClient, command_id: str) -> CommandView:
+    from rich.live import Live  # on a terminal only: following into a pipe prints plain lines
+
     poll, merged = _Poll(), LiveUpdates(client, command_id)
     command = poll(merged)
     # Transient: once the command has ended the view gives way to its summary; the whole table is one
