@@ -20,7 +20,7 @@ def test_short_commands_import_no_heavy_module(world: World, args: list[str]) ->
 
     modules = loaded_modules(*args, "--config", str(world.agent.config))
 
-    assert {"httpx", "svc.config.loader"} <= modules  # it read the config (Pkl's, or kept) and asked the agent
+    assert {"svc.cli.http", "svc.config.loader"} <= modules  # it read the config (Pkl's, or kept) and asked the agent
     assert imported(modules, HEAVY) == []
 
 

@@ -10,11 +10,12 @@ from collections.abc import Mapping
 
 # What a short command has no use for: the agent's server and storage stack, the cloud SDK, the libraries of
 # Pkl's libext:/tfvars: readers, YAML, asyncio, the forma evaluator and model, and the real click (Typer has its
-# own), pydantic (the CLI's shapes are msgspec structs). Each of these showed on the start-up path of
-# `svc --version` or `svc inventory` before.
+# own), pydantic (the CLI's shapes are msgspec structs), httpx (the CLI's client is ``svc.cli.http``). Each of
+# these showed on the start-up path of `svc --version` or `svc inventory` before.
 HEAVY = ("sqlalchemy", "alembic", "psycopg", "boto3", "botocore", "starlette", "uvicorn", "cryptography", "bcrypt",
          "lark", "hcl2", "yaml", "click", "asyncio", "svc.engine", "svc.datastore", "svc.api",
-         "svc.agent.lifecycle", "svc.plugins.host", "svc.plugins.pip_runs", "svc.forma", "svc.model.forma", "pydantic")
+         "svc.agent.lifecycle", "svc.plugins.host", "svc.plugins.pip_runs", "svc.forma", "svc.model.forma", "pydantic",
+         "httpx")
 
 _PROBE = """
 import json, sys

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import httpx
+import json
 
+from svc.cli import http
 from svc.cli.agent_errors import describe
 
 
-def answer(status: int, body: object) -> httpx.Response:
-    return httpx.Response(status, json=body)
+def answer(status: int, body: object) -> http.Response:
+    return http.Response(status, {"Content-Type": "application/json"}, json.dumps(body).encode())
 
 
 def test_reconcile_rejected_lists_the_modified_resources_and_suggests_force() -> None:
@@ -48,6 +49,6 @@ def test_untyped_and_unparsable_bodies() -> None:
         "apply: the agent answered 400: the file forma.json is empty")
     assert describe(answer(404, {"error": "No stacks found"}), "inventory") == (
         "inventory: the agent answered 404: No stacks found")
-    assert describe(httpx.Response(500, text="Internal Server Error\nboom"), "apply") == (
+    assert describe(http.Response(500, content=b"Internal Server Error\nboom"), "apply") == (
         "apply: the agent answered 500: Internal Server Error boom")
-    assert describe(httpx.Response(503), "cancel") == "cancel: the agent answered 503"
+    assert describe(http.Response(503), "cancel") == "cancel: the agent answered 503"

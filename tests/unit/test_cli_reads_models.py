@@ -11,9 +11,9 @@ from pathlib import Path
 import svc.cli
 
 CLI = Path(svc.cli.__file__).parent
-# The boundary: the HTTP client, the endpoints that decode their answers, the decoder, and the error bodies
-# (``{"error": Type, "data": {…}}``, whose data is free-form per error type).
-BOUNDARY = {"client.py", "agent_api.py", "answers.py", "agent_errors.py"}
+# The boundary: the HTTP client (and the HTTP it speaks: header names), the endpoints that decode their answers,
+# the decoder, and the error bodies (``{"error": Type, "data": {…}}``, whose data is free-form per error type).
+BOUNDARY = {"http.py", "client.py", "agent_api.py", "answers.py", "agent_errors.py"}
 _WIRE_KEY = re.compile(r"[A-Z][A-Za-z0-9]*")
 
 

@@ -4,21 +4,22 @@ how long it keeps trying. ``tests/integration/test_cli_retries.py`` runs the cli
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 from datetime import timedelta
 from email.utils import format_datetime, parsedate_to_datetime
 
-import httpx
 import pytest
 
+from svc.cli import http
 from svc.cli.retry import CONNECTION_CLOSED, Backoff, Budget, Retrying, failed_try, retry_after, unavailable_answer
 from svc.config.loader import ConfigError, api_from_environment, retry_for_from_environment
 from svc.config.model import ApiConfig
 
 
-def caused_by(kind: type[httpx.TransportError], cause: BaseException | None, text: str = "failed") -> httpx.TransportError:
-    """``kind`` raised from ``cause``, as httpx raises them from the socket's errors."""
+def caused_by(kind: type[http.TransportError], cause: BaseException | None, text: str = "failed") -> http.TransportError:
+    """``kind`` raised from ``cause``, as ``svc.cli.http`` raises them from the socket's errors."""
     try:
         try:
             if cause is not None:
@@ -26,29 +27,28 @@ def caused_by(kind: type[httpx.TransportError], cause: BaseException | None, tex
             raise kind(text)
         except BaseException as inner:
             raise kind(text) from inner
-    except httpx.TransportError as outer:
+    except http.TransportError as outer:
         return outer
 
 
-REFUSED = caused_by(httpx.ConnectError, ConnectionRefusedError(111, "Connection refused"))
+REFUSED = caused_by(http.ConnectError, ConnectionRefusedError(111, "Connection refused"))
 
 
 @pytest.mark.parametrize("method", ["GET", "HEAD", "POST"])
 def test_a_request_that_never_left_is_sent_again_whatever_its_method(method: str) -> None:
     assert failed_try(method, REFUSED) == "connection refused"
-    assert failed_try(method, caused_by(httpx.ConnectTimeout, None)) == "connect timeout"
-    assert failed_try(method, caused_by(httpx.PoolTimeout, None)) == "connect timeout"
-    unreachable = caused_by(httpx.ConnectError, OSError(113, "No route to host"))
+    assert failed_try(method, caused_by(http.ConnectTimeout, None)) == "connect timeout"
+    unreachable = caused_by(http.ConnectError, OSError(113, "No route to host"))
     assert failed_try(method, unreachable) == "cannot connect"
 
 
 @pytest.mark.parametrize("error", [
-    caused_by(httpx.ReadError, ConnectionResetError(104, "Connection reset by peer")),
-    caused_by(httpx.RemoteProtocolError, None, "Server disconnected without sending a response."),
-    caused_by(httpx.ReadTimeout, TimeoutError("timed out")),
-    caused_by(httpx.WriteError, BrokenPipeError(32, "Broken pipe")),
+    caused_by(http.ReadError, ConnectionResetError(104, "Connection reset by peer")),
+    caused_by(http.RemoteProtocolError, None, "Server disconnected without sending a response."),
+    caused_by(http.ReadTimeout, TimeoutError("timed out")),
+    caused_by(http.WriteError, BrokenPipeError(32, "Broken pipe")),
 ], ids=["read error", "closed without an answer", "read timeout", "write error"])
-def test_a_broken_exchange_is_sent_again_only_when_it_changes_nothing(error: httpx.TransportError) -> None:
+def test_a_broken_exchange_is_sent_again_only_when_it_changes_nothing(error: http.TransportError) -> None:
     assert failed_try("GET", error) is not None
     assert failed_try("get", error) is not None
     # The agent may have taken a POST (a submission, a cancel): sending it again could run it twice.
@@ -57,19 +57,20 @@ def test_a_broken_exchange_is_sent_again_only_when_it_changes_nothing(error: htt
 
 def test_what_another_try_cannot_fix_fails_at_once() -> None:
     certificate = ssl.SSLCertVerificationError(1, "certificate verify failed")
-    assert failed_try("GET", caused_by(httpx.ConnectError, certificate)) is None
-    assert failed_try("GET", caused_by(httpx.ConnectError, ssl.SSLError(1, "wrong version number"))) is None
+    assert failed_try("GET", caused_by(http.ConnectError, certificate)) is None
+    assert failed_try("GET", caused_by(http.ConnectError, ssl.SSLError(1, "wrong version number"))) is None
     unknown_host = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-    assert failed_try("GET", caused_by(httpx.ConnectError, unknown_host)) is None
+    assert failed_try("GET", caused_by(http.ConnectError, unknown_host)) is None
     # A resolver that is down for a moment is another matter.
     busy_resolver = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
-    assert failed_try("GET", caused_by(httpx.ConnectError, busy_resolver)) == "cannot connect"
-    assert failed_try("GET", caused_by(httpx.UnsupportedProtocol, None)) is None
+    assert failed_try("GET", caused_by(http.ConnectError, busy_resolver)) == "cannot connect"
+    assert failed_try("GET", caused_by(http.UnsupportedProtocol, None)) is None
 
 
-def answer(status: int, body: object = None, **headers: str) -> httpx.Response:
-    return httpx.Response(status, json=body, headers=headers) if body is not None else \
-        httpx.Response(status, headers=headers)
+def answer(status: int, body: object = None, **headers: str) -> http.Response:
+    if body is None:
+        return http.Response(status, headers)
+    return http.Response(status, {"Content-Type": "application/json", **headers}, json.dumps(body).encode())
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])

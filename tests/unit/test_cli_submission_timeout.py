@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 
-from svc.cli import agent_api
+from svc.cli import agent_api, http
 
 ANSWER = {"CommandId": "c1", "Simulation": {"ChangesRequired": False}}
 
@@ -19,9 +18,9 @@ class Recording:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str, **kwargs: Any) -> http.Response:
         self.sent.append(kwargs)
-        return httpx.Response(200, content=json.dumps(ANSWER).encode())
+        return http.Response(200, content=json.dumps(ANSWER).encode())
 
 
 @pytest.mark.parametrize(("resources", "at_least", "at_most"), [(1, 30.0, 31.0), (20_000, 60.0, 200.0)])
@@ -29,8 +28,8 @@ def test_the_wait_for_a_plan_grows_with_the_forma(resources: int, at_least: floa
     client = Recording()
     forma = {"Resources": [{"Label": f"r{n}", "Properties": {"Value": "x" * 200}} for n in range(resources)]}
     agent_api.submit(client, command="apply", action="apply", forma=forma)  # type: ignore[arg-type]
-    timeout: httpx.Timeout = client.sent[0]["timeout"]
-    assert at_least <= timeout.read <= at_most and timeout.connect == 5.0
+    timeout: http.Timeout = client.sent[0]["timeout"]
+    assert timeout.seconds is not None and at_least <= timeout.seconds <= at_most and timeout.connect == 5.0
 
 
 def test_a_submission_without_a_forma_keeps_the_clients_timeout() -> None:

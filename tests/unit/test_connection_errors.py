@@ -2,20 +2,19 @@
 
 import ssl
 
-import httpx
-
+from svc.cli import http
 from svc.cli.client import describe_connect_error
 
 URL = "https://svc.example.com:443"
 
 
-def caused_by(cause: BaseException, text: str = "connect failed") -> httpx.ConnectError:
+def caused_by(cause: BaseException, text: str = "connect failed") -> http.ConnectError:
     try:
         try:
             raise cause
         except BaseException as inner:
-            raise httpx.ConnectError(text) from inner
-    except httpx.ConnectError as outer:
+            raise http.ConnectError(text) from inner
+    except http.ConnectError as outer:
         return outer
 
 

@@ -7,12 +7,11 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
 from svc import jsontext
 from svc.cli.agent_errors import raise_for
 from svc.cli.answers import Shape, decode, decode_list
 from svc.cli.client import AgentClient
+from svc.cli.http import Timeout
 from svc.model.wire import (
     CancelCommandResponse,
     CommandView,
@@ -40,7 +39,7 @@ def submit(client: AgentClient, *, command: str, action: str, forma: dict[str, A
         files = {"file": ("forma.json", body, "application/json")}
         # The agent answers once it has planned the forma, which takes longer the larger it is: a 100,000-resource
         # forma (27 MB) took over 30 s on a loaded machine. A second for every 100 kB, on top of the usual 30 s.
-        timeout = {"timeout": httpx.Timeout(30.0 + len(body) / SUBMISSION_BYTES_PER_SECOND, connect=5.0)}
+        timeout = {"timeout": Timeout(30.0 + len(body) / SUBMISSION_BYTES_PER_SECOND, connect=5.0)}
     else:
         # multipart even without a file: the endpoint takes only multipart/form-data
         files = {"command": (None, command.encode())}

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import httpx
-
 from svc.cli.errors import CliError
+from svc.cli.http import Response
 
 _MAX_LISTED = 10
 
@@ -157,7 +156,7 @@ _TYPED: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def describe(response: httpx.Response, action: str) -> str:
+def describe(response: Response, action: str) -> str:
     """A one-line message for an error answer to ``action`` (e.g. "apply")."""
     try:
         body = response.json()
@@ -192,7 +191,7 @@ class AgentUnavailable(CliError):
     and the agent's commands go on meanwhile."""
 
 
-def raise_for(response: httpx.Response, action: str) -> None:
+def raise_for(response: Response, action: str) -> None:
     if response.is_error:
         try:
             body = response.json()

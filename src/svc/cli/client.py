@@ -10,12 +10,22 @@ import time
 from datetime import timedelta
 from typing import Any
 
-import httpx
-
 from svc import __version__
 from svc.cli.agent_errors import AgentUnavailable, describe
 from svc.cli.answers import decode
 from svc.cli.errors import CliError
+from svc.cli.http import (
+    ConnectError,
+    ConnectTimeout,
+    HttpClient,
+    ReadError,
+    RemoteProtocolError,
+    Response,
+    Timeout,
+    TimeoutException,
+    TransportError,
+    WriteError,
+)
 from svc.cli.identity import client_id
 from svc.cli.retry import (
     CLOSED_IN_A_ROW,
@@ -26,13 +36,12 @@ from svc.cli.retry import (
     seconds_text,
     unavailable_answer,
 )
-from svc.cli.transport import StdlibTransport
 from svc.config.cli_model import CliConfig
 from svc.config.loader import RETRY_FOR_VARIABLE
 from svc.model.wire import StatsView
 
 API_PREFIX = "/api/v1"
-_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+_TIMEOUT = Timeout(30.0, connect=5.0)
 _CHECK_ADDRESS = "check the agent's address (--api-url, SVC_API_URL, SVC_API_PORT, or cli.api in the config)"
 
 
@@ -66,13 +75,13 @@ class AgentClient:
         self._has_auth = config.auth is not None
         self._retry_for = config.api.retry_for if retrying else timedelta(0)
         self._announced = False  # the "retrying" line is said once per command, not at every outage
-        auth = httpx.BasicAuth(config.auth.username, config.auth.password) if config.auth else None
+        auth = (config.auth.username, config.auth.password) if config.auth else None
         # HTTPS verifies against the system trust store (OpenSSL also honours SSL_CERT_FILE / SSL_CERT_DIR for a
         # private CA). Plain HTTP has no certificate to verify (redirects are not followed), so it skips loading
         # the store, a tenth of a short command's time.
         tls = ssl.create_default_context() if self.base_url.startswith("https:") else None
-        self._http = httpx.Client(base_url=self.base_url, auth=auth, transport=StdlibTransport(tls),
-                                  timeout=_TIMEOUT, trust_env=False, headers={"Client-ID": client_id()})
+        self._http = HttpClient(self.base_url, auth=auth, tls=tls, timeout=_TIMEOUT,
+                                headers={"Client-ID": client_id()})
 
     def close(self) -> None:
         self._http.close()
@@ -83,7 +92,7 @@ class AgentClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str, **kwargs: Any) -> Response:
         """The agent's answer. While the agent is unavailable and sending again is safe (``svc.cli.retry``), tries
         again for up to ``cli.api.retryFor``, saying so once on stderr (stdout may be a machine-readable
         document); then fails with the one-line error of the last try."""
@@ -91,7 +100,7 @@ class AgentClient:
         while True:
             try:
                 response = self._http.request(method, API_PREFIX + path, **kwargs)
-            except httpx.TransportError as exc:
+            except TransportError as exc:
                 reason = failed_try(method, exc) if self._retry_for else None
                 if reason is None:
                     raise self._transport_error(method, exc) from exc
@@ -124,23 +133,23 @@ class AgentClient:
             return f"{message}; {CLOSED_IN_A_ROW} connections in a row closed without an answer"
         return f"{message}; after retrying for {seconds_text(retrying.budget.seconds)} ({_budget_source()})"
 
-    def _transport_error(self, method: str, exc: httpx.TransportError) -> CliError:
+    def _transport_error(self, method: str, exc: TransportError) -> CliError:
         """The one-line error of a request that failed without an answer."""
-        if isinstance(exc, httpx.ConnectError):
+        if isinstance(exc, ConnectError):
             return CliError(describe_connect_error(exc, self.base_url))
         # The request may have reached the agent (a POST is then never sent again): say how to find out.
-        never_left = isinstance(exc, (httpx.ConnectTimeout, httpx.PoolTimeout))
+        never_left = isinstance(exc, ConnectTimeout)
         taken = "" if method.upper() in IDEMPOTENT_METHODS or never_left else \
             f"; the agent may have taken this {method}: check with svc command status whether it was taken"
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, TimeoutException):
             return CliError(f"the agent at {self.base_url} did not answer in time ({type(exc).__name__}); "
                             f"{_CHECK_ADDRESS}{taken}")
-        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        if isinstance(exc, (RemoteProtocolError, ReadError, WriteError)):
             return CliError(f"the agent at {self.base_url} did not answer with HTTP ({exc}); "
                             f"if it serves HTTPS, set cli.api.url to https://…{taken}")
         return CliError(f"the request to the agent at {self.base_url} failed ({type(exc).__name__}: {exc}){taken}")
 
-    def _authorized(self, response: httpx.Response) -> httpx.Response:
+    def _authorized(self, response: Response) -> Response:
         if response.status_code == 401:
             if self._has_auth:
                 raise CliError(f"the agent at {self.base_url} rejected the credentials (401 Unauthorized); "
@@ -176,7 +185,7 @@ class AgentClient:
         return decode(StatsView, document, "GET /stats")
 
 
-def _json_document(response: httpx.Response) -> Any:
+def _json_document(response: Response) -> Any:
     """The answer's JSON, or None when it is none (an HTML page, plain text)."""
     if "json" not in response.headers.get("content-type", ""):
         return None

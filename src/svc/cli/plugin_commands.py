@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from rich.table import Table
 
@@ -19,6 +18,7 @@ from svc.cli.agent_errors import raise_for
 from svc.cli.client import connect
 from svc.cli.common import ConfigOption
 from svc.cli.errors import CliError
+from svc.cli.http import Timeout
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.package_options import FindLinksOption, IndexUrlOption, named_source
 from svc.config import cli_config
@@ -27,7 +27,7 @@ plugin_app = typer.Typer(help="Resource plugins: list the installed ones; instal
                               "through the agent; init and test your own.", no_args_is_help=True)
 _SHOWN_TYPES = 8  # a plugin with hundreds of types still gets one readable row
 # pip downloads and installs while the request waits; the agent answers when the plugin runs (or why not).
-_PIP_TIMEOUT = httpx.Timeout(900.0, connect=5.0)
+_PIP_TIMEOUT = Timeout(900.0, connect=5.0)
 PackagesArgument = Annotated[list[str], typer.Argument(
     help="Plugin distributions, NAME or NAME==VERSION (e.g. svc-plugin-aws==1.2.0).", show_default=False)]
 

@@ -17,7 +17,17 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
-import httpx
+from svc.cli.http import (
+    ConnectError,
+    ConnectTimeout,
+    ReadError,
+    ReadTimeout,
+    RemoteProtocolError,
+    Response,
+    TransportError,
+    WriteError,
+    WriteTimeout,
+)
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD"})
 FIRST_PAUSE = 0.2  # seconds; doubles after each try up to LONGEST_PAUSE, each one jittered by ±25%
@@ -31,25 +41,25 @@ _GATEWAY_STATUSES = {502: "502 Bad Gateway", 504: "504 Gateway Timeout"}
 _MESSAGE_CHARS = 120
 
 
-def failed_try(method: str, error: httpx.TransportError) -> str | None:
+def failed_try(method: str, error: TransportError) -> str | None:
     """Why a request that raised ``error`` may be sent again (a few words for the user), or None when it must not
     be: the agent may have acted on it, or trying again cannot help (TLS, an unknown host name)."""
-    if isinstance(error, (httpx.ConnectTimeout, httpx.PoolTimeout)):
+    if isinstance(error, ConnectTimeout):
         return "connect timeout"  # the request never left
-    if isinstance(error, httpx.ConnectError):
+    if isinstance(error, ConnectError):
         if _permanent_connect_failure(error):
             return None
         return "connection refused" if _refused(error) else "cannot connect"
     if method.upper() not in IDEMPOTENT_METHODS:
         return None  # from here on the request may have reached the agent
-    if isinstance(error, httpx.ReadTimeout):
+    if isinstance(error, ReadTimeout):
         return "no answer in time"
-    if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.WriteTimeout)):
+    if isinstance(error, (RemoteProtocolError, ReadError, WriteError, WriteTimeout)):
         return CONNECTION_CLOSED
     return None
 
 
-def unavailable_answer(method: str, response: httpx.Response) -> str | None:
+def unavailable_answer(method: str, response: Response) -> str | None:
     """Why an answer says "try again" (with the agent's message, shortened), or None for an answer to keep."""
     status = response.status_code
     if status in _GATEWAY_STATUSES:  # a load balancer's own page: nothing in it worth quoting
@@ -60,7 +70,7 @@ def unavailable_answer(method: str, response: httpx.Response) -> str | None:
     return f"503 Service Unavailable: {message}" if message else "503 Service Unavailable"
 
 
-def retry_after(response: httpx.Response, now: Callable[[], float] = time.time) -> float | None:
+def retry_after(response: Response, now: Callable[[], float] = time.time) -> float | None:
     """The pause the answer asks for (``Retry-After``: seconds or an HTTP date), None when it names none."""
     value = response.headers.get("retry-after", "").strip()
     if not value:
@@ -140,7 +150,7 @@ def _causes(error: BaseException) -> list[BaseException]:
     return chain
 
 
-def _permanent_connect_failure(error: httpx.ConnectError) -> bool:
+def _permanent_connect_failure(error: ConnectError) -> bool:
     """A TLS failure or a host name that does not resolve: the same on the next try (a temporary resolver failure
     is not)."""
     for cause in _causes(error):
@@ -151,12 +161,12 @@ def _permanent_connect_failure(error: httpx.ConnectError) -> bool:
     return "name or service not known" in str(error).lower()
 
 
-def _refused(error: httpx.ConnectError) -> bool:
+def _refused(error: ConnectError) -> bool:
     return any(isinstance(cause, ConnectionRefusedError) for cause in _causes(error)) or \
         "refused" in str(error).lower()
 
 
-def _message(response: httpx.Response) -> str:
+def _message(response: Response) -> str:
     """The agent's ``message`` (or typed error's type), else nothing: an HTML page is no reason to quote."""
     if "json" not in response.headers.get("content-type", ""):
         return ""
