@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from svc.cli.http import ConnectError, HttpClient, ReadTimeout, RemoteProtocolError, Timeout
+from svc.cli.http import ConnectError, HttpClient, ReadTimeout, RemoteProtocolError, Timeout, UnsupportedProtocol
 from svc.cli.retry import failed_try
 
 Handler = Callable[[socket.socket, bytes], None]
@@ -179,3 +179,9 @@ def test_a_silent_server_is_a_read_timeout() -> None:
     with server(silent) as (url, _), client(url, timeout=Timeout(0.2)) as http, \
             pytest.raises(ReadTimeout):
         http.get("/")
+
+
+def test_an_unsupported_scheme_fails_the_request_not_the_client() -> None:
+    with client("ftp://127.0.0.1:21") as http, pytest.raises(UnsupportedProtocol) as refused:
+        http.get("/")
+    assert failed_try("GET", refused.value) is None

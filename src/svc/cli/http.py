@@ -137,8 +137,6 @@ class HttpClient:
                  auth: tuple[str, str] | None = None, timeout: Timeout = _NO_TIMEOUT,
                  tls: ssl.SSLContext | None = None) -> None:
         url = urlsplit(base_url)
-        if url.scheme not in ("http", "https"):
-            raise UnsupportedProtocol(f"Request URL has an unsupported protocol '{url.scheme}://'.")
         self._origin = (url.scheme, url.hostname or "", url.port or (443 if url.scheme == "https" else 80))
         self._prefix = url.path.rstrip("/")
         self._headers = {"User-Agent": f"svc/{__version__}", "Accept": "*/*", **(headers or {})}
@@ -184,6 +182,8 @@ class HttpClient:
             raise
 
     def _connected(self, timeout: float | None) -> http.client.HTTPConnection:
+        if self._origin[0] not in ("http", "https"):  # a request fails, as any other that cannot be sent
+            raise UnsupportedProtocol(f"Request URL has an unsupported protocol '{self._origin[0]}://'.")
         if self._connection is not None and _closed(self._connection.sock):
             self.close()
         if self._connection is None:
