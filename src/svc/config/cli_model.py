@@ -7,6 +7,7 @@ process; they take this block in as it is decoded here.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
@@ -53,12 +54,24 @@ class CliConfig(msgspec.Struct, kw_only=True, frozen=True, rename="camel", forbi
 def decode_cli_block(block: Any) -> CliConfig:
     """The ``cli`` block as Pkl renders it (durations in milliseconds), or as ``CliConfig.to_json`` wrote it;
     ``ValueError`` saying which field is wrong otherwise."""
-    if isinstance(block, Mapping) and isinstance(api := block.get("api"), Mapping):
-        retry_for = api.get("retryFor")
-        if isinstance(retry_for, int | float) and not isinstance(retry_for, bool):
-            # msgspec reads a number as seconds
-            block = {**block, "api": {**api, "retryFor": retry_for / 1000}}
     try:
-        return msgspec.convert(block, CliConfig, strict=False)
+        return msgspec.convert(_durations_in_seconds(block, CliConfig), CliConfig, strict=False)
     except msgspec.ValidationError as exc:
         raise ValueError(str(exc).replace("`$.", "`cli.").replace("`$`", "`cli`")) from None
+
+
+def _durations_in_seconds(document: Any, shape: type[msgspec.Struct]) -> Any:
+    """``document`` with each ``timedelta`` field's number of milliseconds (Pkl's rendering of a Duration) in
+    seconds, which is how msgspec reads a number as a ``timedelta``; what is not a number is left to it."""
+    if not isinstance(document, Mapping):
+        return document
+    converted = dict(document)
+    for field in msgspec.structs.fields(shape):
+        value = converted.get(field.encode_name)
+        inner = next((kind for kind in (field.type, *typing.get_args(field.type))
+                      if isinstance(kind, type) and issubclass(kind, msgspec.Struct)), None)
+        if field.type is timedelta and isinstance(value, int | float) and not isinstance(value, bool):
+            converted[field.encode_name] = value / 1000
+        elif inner is not None:
+            converted[field.encode_name] = _durations_in_seconds(value, inner)
+    return converted
