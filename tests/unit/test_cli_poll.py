@@ -3,6 +3,7 @@ an agent that does not wait leaves it to a sleep here; a costly poll slows the n
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import pytest
@@ -150,3 +151,43 @@ def test_following_an_agent_that_does_not_count_reads_every_update_at_the_end(
     assert watch._follow_lines(Any, "c") is everything  # type: ignore[arg-type]
     assert asked == [watch._EVERY_WRITE, None]
     assert "Success: create FAKE::Test::Item b" in capsys.readouterr().out  # the write the polls missed
+
+
+class _LetGo:
+    """An object whose finalizer runs as Ctrl-C's handler is due, as http.client's previous response does when the
+    next request lets go of it: the handler's ``KeyboardInterrupt`` is raised in the finalizer, where Python reports
+    it as ignored."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
+@pytest.fixture
+def ctrl_c_raises() -> Any:
+    """Ctrl-C's handler as in a command started from a shell (a test worker may have it ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("follower", [lambda: watch.follow(None, "c", live=False),  # type: ignore[arg-type]
+                                      lambda: watch.wait_quietly(None, "c")],  # type: ignore[arg-type]
+                         ids=["follow", "wait_quietly"])
+def test_a_ctrl_c_lost_in_a_finalizer_still_stops_following(clock: Clock, ctrl_c_raises: None,
+                                                             monkeypatch: pytest.MonkeyPatch, follower: Any) -> None:
+    polls: list[float] = []
+
+    def changes(client: Any, command_id: str, since: str | None, *, wait: float, progress: bool = False) -> Any:
+        polls.append(wait)
+        if len(polls) == 2:
+            _LetGo()  # let go of at once: Ctrl-C is pressed, and its exception lost
+        assert len(polls) < 5, "followed on after Ctrl-C"
+        clock.now += wait
+        return CommandView(CommandId="c", Command="apply", State="InProgress"), "2026-01-01T00:00:00+00:00"
+
+    monkeypatch.setattr(watch.agent_api, "command_changes", changes)
+    with pytest.raises(KeyboardInterrupt):
+        follower()
+    assert len(polls) == 2  # the poll that saw it was the last
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # and the handler is given back

@@ -3,9 +3,12 @@ finished resource update otherwise (logs and CI read those); then how it ended (
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import TypeVar
 
 from svc.cli import agent_api
@@ -34,6 +37,45 @@ def _pause(took: float, age: float) -> float:
     return min(max(_FAST_POLL, _POLL_SHARE * took, _AGE_SHARE * age), _SLOW_POLL)
 
 
+class _CtrlC:
+    """Ctrl-C while following. Python raises its ``KeyboardInterrupt`` wherever the main thread is when the signal's
+    handler runs, and one raised in a finalizer (http.client letting go of the previous response, say) is reported
+    as ignored and lost: the follower then went on to the command's end (one press in ~40 in a loop of the e2e
+    test). So the handler also notes the press, and each poll raises it again if it was lost."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    @contextmanager
+    def noted(self) -> Iterator[None]:
+        """Within: a press is noted, then raised as usual. Left alone where Ctrl-C is ignored (a background job)
+        or handled by someone else."""
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield
+            return
+        try:
+            previous = signal.signal(signal.SIGINT, self._press)
+        except ValueError:  # not the main thread: its signals are not this thread's to handle
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            self.pressed = False
+
+    def _press(self, signum: int, frame: FrameType | None) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+
+_ctrl_c = _CtrlC()
+
+
 class _Poll:
     """The pause before the next poll, spent on the agent: each poll asks it to answer once the command has ended
     or after the pause (``wait``), so the end is seen at once instead of up to a pause late. An agent that answers
@@ -55,6 +97,7 @@ class _Poll:
         else:
             work = max(took - self.wait, 0.0)  # what the poll cost the agent, as far as this side can tell
         self.wait = _pause(work, time.monotonic() - self.following_since)
+        _ctrl_c.check()
         return command
 
 
@@ -117,9 +160,10 @@ class _Changes:
 def wait_quietly(client: AgentClient, command_id: str) -> CommandView:
     """Polls the command's summary until it is terminal, then returns its whole view."""
     changes = _Changes(client, command_id)
-    command = changes.next()
-    while command.State not in TERMINAL_COMMAND_STATES:
+    with _ctrl_c.noted():
         command = changes.next()
+        while command.State not in TERMINAL_COMMAND_STATES:
+            command = changes.next()
     return _fetch(client, command_id)
 
 
@@ -128,7 +172,8 @@ def follow(client: AgentClient, command_id: str, *, live: bool | None = None) ->
     the command."""
     live = console.is_terminal if live is None else live
     try:
-        return _follow_live(client, command_id) if live else _follow_lines(client, command_id)
+        with _ctrl_c.noted():
+            return _follow_live(client, command_id) if live else _follow_lines(client, command_id)
     except KeyboardInterrupt:
         print(f"Still running on the agent; follow it again with: svc command status {command_id} --follow",
               file=sys.stderr)
