@@ -43,14 +43,15 @@ def peak_rss_mib(pid: int) -> float:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu(pid: int, thread: int | None = None) -> float:
-    """User + system seconds of a live process, or of one of its threads (0 when it is gone)."""
+def process_cpu(pid: int, thread: int | None = None, *, reaped: bool = False) -> float:
+    """User + system seconds of a live process, or of one of its threads (0 when it is gone); ``reaped``: with
+    those of the children it has waited for (the CLI server's workers)."""
     try:
         stat = Path(f"/proc/{pid}/task/{thread}/stat" if thread else f"/proc/{pid}/stat")
         fields = stat.read_text().rpartition(")")[2].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    return sum(int(field) for field in fields[11:15 if reaped else 13]) / _TICK
 
 
 def children(pid: int) -> list[int]:

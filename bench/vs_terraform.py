@@ -19,10 +19,13 @@ compared against Terraform's quickest layout for it. Phases, in order, each tool
 Each run starts from nothing (a new stack and cloud for svc, a new working directory for Terraform; svc's agent and
 CLI have run every phase once before, untimed, and Python writes svc's bytecode cache as usual); the table
 holds the median of ``--runs`` wall seconds, with the CPU seconds (user + system) of the command and what it waited
-for (for svc: the CLI and its Pkl server; the agent's own CPU meanwhile in its column), then the goals of issue 30.
-The CLI's peak RSS is the svc process's own high-water mark (VmHWM, sampled while it runs); its Pkl server's is
-listed apart. A Terraform command that runs longer than ``--terraform-timeout`` is stopped and shown as ``>T`` (the
-ratio then reads ``<``, against that limit); that layout sits out the rest of that run (``not run``).
+for (for svc: the CLI, and the worker of svc's CLI server that ran the command, with its Pkl server; the agent's
+own CPU meanwhile in its column), then the goals of issue 30. svc's CLI server (``svc.launcher``) runs in a runtime
+directory of the run's own: the warm-up starts it, as a user's first command does. The CLI's peak RSS is the
+high-water mark (VmHWM, sampled while it runs) of the svc process or of the server's worker that ran the command;
+its Pkl server's is listed apart. A Terraform command that runs longer than ``--terraform-timeout`` is stopped and
+shown as ``>T`` (the ratio then reads ``<``, against that limit); that layout sits out the rest of that run
+(``not run``).
 
 ``--compare OTHER_CHECKOUT`` puts another checkout's svc (its ``.venv``: CLI, agent, FAKE plugin) in Terraform's
 place: a paired A/B of the same phases, this checkout ÷ the other, for a change's commit message. The svc timed
@@ -110,15 +113,17 @@ Run = Measured | str
 
 
 def run_measured(argv: Sequence[str], *, cwd: Path | None, env: dict[str, str], timeout: float,
-                 sample_rss: bool, ok: Callable[[int, str], bool] = lambda code, _: code == 0) -> Measured:
-    """Runs ``argv`` to its exit, output to a pipe (read as it comes, so a long listing never blocks it)."""
+                 sample_rss: bool, ok: Callable[[int, str], bool] = lambda code, _: code == 0,
+                 server: int | None = None) -> Measured:
+    """Runs ``argv`` to its exit, output to a pipe (read as it comes, so a long listing never blocks it).
+    ``server``: svc's CLI server, whose worker runs the command (its peak is the command's)."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                start_new_session=True)
     output: list[bytes] = []
     reader = threading.Thread(target=lambda: output.append(process.stdout.read() if process.stdout else b""))
     reader.start()
-    peaks = _PeakSampler(process.pid) if sample_rss else None
+    peaks = _PeakSampler(process.pid, server) if sample_rss else None
     timer = threading.Timer(timeout, os.killpg, (process.pid, signal.SIGKILL))
     timer.start()
     try:
@@ -144,8 +149,9 @@ class _PeakSampler:
     """The high-water marks (VmHWM) of a process and of its children, read every 20 ms while it runs: the mark
     only grows, so the last reading before the exit holds the peak (an exited process has none to read)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, server: int | None = None) -> None:
         self.pid = pid
+        self.server = server
         self.own = self.children = 0.0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -153,9 +159,11 @@ class _PeakSampler:
 
     def _sample(self) -> None:
         while not self._done.wait(0.02):
-            self.own = max(self.own, _hwm_mib(self.pid))
-            for child in children(self.pid):
-                self.children = max(self.children, _hwm_mib(child))
+            workers = children(self.server) if self.server else []
+            for process in (self.pid, *workers):
+                self.own = max(self.own, _hwm_mib(process))
+                for child in children(process):
+                    self.children = max(self.children, _hwm_mib(child))
 
     def stop(self) -> None:
         self._done.set()
@@ -203,9 +211,14 @@ class Svc(Tool):
             f'amends "svc:/Config.pkl"\ncli {{ api {{ url = "http://localhost"; port = {self.agent.port} }} }}\n')
         # Python caches bytecode as it does for a user (an environment that turns that off would compile every
         # module of svc's on every command, a fifth of a short one's CPU).
+        # The CLI server (svc.launcher) of this checkout in a runtime directory of its own; kept through Terraform's
+        # turns, which at 10,000 outlast its idle limit, as it would be between a user's commands.
+        self.runtime = directory / "run"
+        self.runtime.mkdir(mode=0o700)
         self.env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "HOME": str(home),
                     "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / "data"),
-                    "XDG_CACHE_HOME": str(home / "cache"), "COLUMNS": "120"}
+                    "XDG_CACHE_HOME": str(home / "cache"), "COLUMNS": "120", "XDG_RUNTIME_DIR": str(self.runtime),
+                    "SVC_CLI_SERVER_IDLE": "7200"}
         self.forma = directory / "forma.pkl"
         self.cloud = directory / "cloud.db"
         self.size = 0
@@ -239,11 +252,26 @@ class Svc(Tool):
         assert self.agent.process is not None
         pid = self.agent.process.pid
         agent_before = process_cpu(pid) + sum(process_cpu(child) for child in children(pid))
+        server = self._server()
+        server_before = process_cpu(server, reaped=True) if server else 0.0
         measured = run_measured([self.svc, *argv], cwd=self.directory, env=self.env, timeout=self.timeout,
-                                sample_rss=True)
+                                sample_rss=True, server=server)
         agent = process_cpu(pid) + sum(process_cpu(child) for child in children(pid)) - agent_before
+        # The worker that ran it (and its Pkl server), which the server reaped before it answered the CLI
+        in_server = process_cpu(server, reaped=True) - server_before if server else 0.0
         self._check(phase)
-        return Measured(measured.wall, measured.cpu, measured.rss, measured.children_rss, agent)
+        return Measured(measured.wall, measured.cpu + in_server, measured.rss, measured.children_rss, agent)
+
+    def _server(self) -> int | None:
+        """The CLI server's process id, if one runs (the checkout's svc has one, and it has started)."""
+        for lock in (self.runtime / "svc").glob("cli-*.lock"):
+            try:
+                pid = int(lock.read_text())
+                os.kill(pid, 0)
+            except (OSError, ValueError):
+                continue
+            return pid
+        return None
 
     def _check(self, phase: str) -> None:
         held = len(FakeCloud(self.cloud).resources())
@@ -253,6 +281,9 @@ class Svc(Tool):
 
     def close(self) -> None:
         self.agent.stop()
+        server = self._server()
+        if server:
+            os.kill(server, signal.SIGTERM)
 
 
 class Terraform(Tool):

@@ -139,10 +139,12 @@ def test_status_with_wait_answers_as_soon_as_the_command_ends(world: World) -> N
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
 def test_apply_stops_its_pkl_server_before_it_follows_the_command(world: World) -> None:
     """A ``pkl server`` left running keeps compiling on a CPU after its evaluation, while the agent runs the
-    command (on a small machine, a CPU the agent needs)."""
+    command (on a small machine, a CPU the agent needs). Run in its own process (not by the CLI server), whose
+    children are then the command's."""
     world.cloud.set_knob("hang", {"ops": ["create"]})
     follower = subprocess.Popen([SVC, "apply", "--mode", "reconcile", str(world.forma(chain("a"))), "--yes", "--wait",
-                                 "--config", str(world.agent.config)], env={**os.environ, **ENV},
+                                 "--config", str(world.agent.config)],
+                                env={**os.environ, **ENV, "SVC_CLI_SERVER": "off"},
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

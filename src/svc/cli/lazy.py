@@ -43,6 +43,10 @@ class LazyGroup(TyperGroup):
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         if args and args[0] in self.lazy:
             self.load(args[0])
+        elif args and args[0] not in self.commands:
+            # A name no command has: Typer suggests the nearest of the loaded ones ("Did you mean 'command'?"), so
+            # all of them are loaded first, as the CLI server has them (the error path, worth the imports).
+            self.load_all()
         return super().resolve_command(ctx, args)
 
     def load(self, name: str) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -188,9 +189,16 @@ def _is_user_error(exc: Exception) -> bool:
     return isinstance(exc, (CliError, ConfigError, AgentError, PklBinaryError, PklServerError))
 
 
+@functools.cache
+def click_command() -> Any:
+    """The Click command Typer makes of ``app`` (its lazy commands loaded as they run): made once per process, so
+    that the CLI server (``svc.cli.server``) makes it, with every command loaded, for all the commands it runs."""
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the CLI; every failure is one ``Error: …`` on stderr and exit code 1."""
-    command = typer.main.get_command(app)
+    command = click_command()
     try:
         code = command.main(args=argv, prog_name="svc", standalone_mode=False)
     except typer.Abort:

@@ -1,0 +1,312 @@
+"""The warm CLI server the ``svc`` console script hands its commands to (``svc.launcher``).
+
+Started by a command that found none (``python -P -m svc.cli.server BASE KEY``), it takes the lock
+``BASE.lock`` (a second one started meanwhile leaves), imports the whole CLI once, listens on ``BASE.sock``
+(its directory is the user's alone) and forks a worker per command. The worker takes the command's standard
+streams, working directory, umask and environment, becomes a process group of its own (the client passes its
+signals to that group) and runs the command as the console script would in its own process; the server reports
+how it ended. Single-threaded, so forking is safe; one loop over the listener, each worker's process file
+descriptor and each client's connection.
+
+The server leaves when it has been idle for ``IDLE_SECONDS``, when one of the files it imported changed on disk
+(an upgrade, an edit of a checkout: it refuses the command, which runs in its own process, and the next command
+starts a server of the new code), and on SIGTERM; in each case once its running workers have ended. A client
+whose connection drops (killed) has its worker hung up on, as a closed terminal would.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import gc
+import io
+import marshal
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from svc.handoff import EXITED, REFUSED, STARTED, record
+
+IDLE_SECONDS = 600.0  # SVC_CLI_SERVER_IDLE, in the environment of the command that starts the server
+_REQUEST_TIMEOUT = 5.0  # a client sends its request as it connects
+_MAX_REQUEST = 16 * 1024 * 1024
+
+
+def main() -> None:
+    base, key = sys.argv[1], sys.argv[2]
+    lock = os.open(base + ".lock", os.O_RDWR | os.O_CREAT, 0o600)  # held for the server's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return  # another server runs, or is starting
+    os.ftruncate(lock, 0)
+    os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)  # for whoever wants to see it (bench/vs_terraform.py)
+    try:
+        _preload()
+    except BaseException:
+        Path(base + ".failed").write_text(traceback.format_exc())
+        raise
+    Path(base + ".failed").unlink(missing_ok=True)
+    imported = _imported_files()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    Path(base + ".sock").unlink(missing_ok=True)  # a server that died left it
+    listener.bind(base + ".sock")
+    listener.listen(64)
+    try:
+        _Server(listener, key, imported, lock, _idle_seconds()).serve()
+    finally:
+        Path(base + ".sock").unlink(missing_ok=True)  # no other server binds it before this one lets go of the lock
+
+
+def _idle_seconds() -> float:
+    try:
+        return max(float(os.environ.get("SVC_CLI_SERVER_IDLE", IDLE_SECONDS)), 0.0)
+    except ValueError:
+        return IDLE_SECONDS
+
+
+def _preload() -> None:
+    """Imports what the commands import: every command's module, and what they import as they run."""
+    from svc.cli.lazy import fully_loaded
+    from svc.cli.main import click_command
+    from svc.plugins.installed import installed_plugins
+
+    fully_loaded(click_command())
+    installed_plugins()  # kept while the import path's directories are as they are
+    for name in ("svc.cli.watch", "svc.cli.progress", "svc.cli.plan_render", "svc.cli.render", "svc.cli.tables",
+                 "svc.forma.evaluate", "svc.pkl.server", "svc.agent", "svc.config", "rich.console", "rich.live",
+                 "rich.table"):
+        __import__(name)
+    gc.collect()
+    gc.freeze()  # what every worker shares, never walked by their collections
+
+
+def _imported_files() -> dict[str, tuple[int, int]]:
+    files: dict[str, tuple[int, int]] = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            try:
+                found = os.stat(path)
+            except OSError:
+                continue
+            files[path] = (found.st_mtime_ns, found.st_size)
+    return files
+
+
+def _changed(files: dict[str, tuple[int, int]]) -> bool:
+    for path, seen in files.items():
+        try:
+            found = os.stat(path)
+        except OSError:
+            return True
+        if (found.st_mtime_ns, found.st_size) != seen:
+            return True
+    return False
+
+
+class _Server:
+    def __init__(self, listener: socket.socket, key: str, imported: dict[str, tuple[int, int]],
+                 lock: int, idle: float) -> None:
+        self.listener: socket.socket | None = listener
+        self.lock = lock
+        self.idle = idle
+        self.key = key
+        self.imported = imported
+        self.selector = selectors.DefaultSelector()
+        self.workers: dict[int, socket.socket] = {}  # process id → its client's connection
+        self.selector.register(listener, selectors.EVENT_READ, self._accept)
+        # SIGTERM: stop listening, leave once the running commands have ended. Python retries a select() its signal
+        # handler interrupted (PEP 475); a byte on this pipe, written by the interpreter as the signal arrives,
+        # ends that wait so that the loop sees it.
+        self.terminated = False
+        self.wakeup = os.pipe()
+        os.set_blocking(self.wakeup[1], False)
+        signal.set_wakeup_fd(self.wakeup[1])
+        self.selector.register(self.wakeup[0], selectors.EVENT_READ, lambda fd: os.read(fd, 512))
+        signal.signal(signal.SIGTERM, lambda number, frame: setattr(self, "terminated", True))
+
+    def serve(self) -> None:
+        while self.listener is not None or self.workers:
+            events = self.selector.select(None if self.workers else self.idle)
+            if not events and not self.workers:
+                return  # idle
+            for selected, _ in events:
+                callback: Callable[[Any], None] = selected.data
+                callback(selected.fileobj)
+            if self.terminated:
+                self._stop_listening()
+
+    def _let_go(self, connection: socket.socket) -> None:
+        """In a worker: closes what is the server's, so that only the server holds its lock, its listener and the
+        clients' connections (a client's end of its connection then closes when the server's does)."""
+        signal.set_wakeup_fd(-1)
+        for descriptor in (self.lock, *self.wakeup):
+            os.close(descriptor)
+        self.selector.close()
+        for held in (self.listener, connection, *self.workers.values()):
+            if held is not None:
+                held.close()
+
+    def _stop_listening(self) -> None:
+        if self.listener is not None:
+            self.selector.unregister(self.listener)
+            Path(self.listener.getsockname()).unlink(missing_ok=True)
+            self.listener.close()
+            self.listener = None
+
+    def _accept(self, listener: socket.socket) -> None:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return
+        try:
+            request, descriptors = _receive(connection)
+        except (OSError, ValueError, EOFError, TypeError):
+            connection.close()
+            return
+        try:
+            if request[0] != self.key or _changed(self.imported):
+                connection.sendall(record(REFUSED, 0))
+                if request[0] == self.key:
+                    self._stop_listening()  # its code changed: the next command starts a server of the new one
+                connection.close()
+                return
+            worker = os.fork()
+            if worker == 0:
+                self._let_go(connection)
+                _work(request, descriptors)
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
+        self.workers[worker] = connection
+        try:
+            connection.sendall(record(STARTED, worker))
+        except OSError:
+            pass
+        ended = os.pidfd_open(worker)
+        self.selector.register(ended, selectors.EVENT_READ, lambda fd: self._reap(worker, fd))
+        self.selector.register(connection, selectors.EVENT_READ, lambda conn: self._hung_up(worker, conn))
+
+    def _reap(self, worker: int, ended: int) -> None:
+        self.selector.unregister(ended)
+        os.close(ended)
+        _, status = os.waitpid(worker, 0)
+        connection = self.workers.pop(worker)
+        if connection.fileno() >= 0:
+            self.selector.unregister(connection)
+            try:
+                connection.sendall(record(EXITED, os.waitstatus_to_exitcode(status)))
+            except OSError:
+                pass
+            connection.close()
+
+    def _hung_up(self, worker: int, connection: socket.socket) -> None:
+        """The client sends nothing after its request: readable means it closed its end (it was killed)."""
+        try:
+            data = connection.recv(1)
+        except OSError:
+            data = b""
+        if data:
+            return
+        self.selector.unregister(connection)
+        connection.close()
+        try:
+            os.killpg(worker, signal.SIGHUP)
+        except OSError:
+            pass
+
+
+def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], list[int]]:
+    """The client's request and its three standard streams' descriptors."""
+    connection.settimeout(_REQUEST_TIMEOUT)
+    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", credentials)
+    data, descriptors, _, _ = socket.recv_fds(connection, 65536, 3)
+    if uid != os.getuid() or len(descriptors) != 3:
+        for descriptor in descriptors:
+            os.close(descriptor)
+        raise ValueError("not this user's, or without its streams")
+    try:
+        if len(data) < 4 or int.from_bytes(data[:4], "big") > _MAX_REQUEST:
+            raise ValueError("a malformed request")
+        size = int.from_bytes(data[:4], "big")
+        while len(data) < 4 + size:
+            chunk = connection.recv(4 + size - len(data))
+            if not chunk:
+                raise EOFError("the client left mid-request")
+            data += chunk
+        request = marshal.loads(data[4:])
+    except BaseException:
+        for descriptor in descriptors:
+            os.close(descriptor)
+        raise
+    connection.settimeout(None)
+    return request, descriptors
+
+
+def _work(request: tuple[Any, ...], descriptors: list[int]) -> NoReturn:
+    """In the forked worker: become the command's process, run it, exit with its code."""
+    code = 1
+    try:
+        _, args, environ, cwd, umask, streams = request
+        os.setpgid(0, 0)
+        for target, descriptor in enumerate(descriptors):
+            os.dup2(descriptor, target)
+        for descriptor in descriptors:
+            if descriptor > 2:
+                os.close(descriptor)
+        os.chdir(cwd)
+        os.umask(umask)
+        os.environ.clear()
+        os.environ.update(environ)
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
+            signal.signal(number, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.stdin, sys.stdout, sys.stderr = (_stream(fd, mode, *streams[fd]) for fd, mode in enumerate("rww"))
+        sys.argv = ["svc", *args]
+        code = _command(args)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - a closed pipe: the exit code still goes back
+                pass
+        os._exit(code)
+
+
+def _stream(descriptor: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
+    """The standard stream over the client's descriptor, as Python made the client's: its encoding and error
+    handler; line-buffered on a terminal, and stderr always."""
+    buffering = 1 if descriptor == 2 else -1  # -1: line-buffered when a terminal, as open() decides
+    return open(descriptor, mode, encoding=encoding, errors=errors, buffering=buffering,  # noqa: SIM115
+                closefd=False)
+
+
+def _command(args: list[str]) -> int:
+    """What ``svc.cli.main.run`` does in the command's own process, less the start-up collector tuning the
+    server did once: the command, then the exit handlers."""
+    from svc.cli.main import main
+
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    try:
+        code: int = main(args)
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if isinstance(exit_.code, str):
+            print(exit_.code, file=sys.stderr)
+    atexit._run_exitfuncs()
+    return code
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The warm CLI server (``svc.launcher``, ``svc.cli.server``): the first command runs in its own process and starts a
+server; later ones run in a worker the server forks, with the caller's arguments, working directory, environment
+and standard streams, its Ctrl-C, and its exit code. Each test has a runtime directory of its own, so it starts,
+sees and stops its own server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from support.fake_world import ENV, World, submit, wait_running
+from support.processes import SVC, run_svc
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
+ITEMS = "".join(f'new item.Item {{ label = "i{n}"; value = "v{n}" }}\n' for n in range(3))
+
+
+class Server:
+    """The server of one runtime directory, as the commands given ``env`` start and use it."""
+
+    def __init__(self, runtime: Path, env: dict[str, str]) -> None:
+        self.directory = runtime / "svc"
+        self.env = env
+
+    @property
+    def socket(self) -> Path | None:
+        return next(self.directory.glob("cli-*.sock"), None)
+
+    @property
+    def pid(self) -> int:
+        return int(next(self.directory.glob("cli-*.lock")).read_text())
+
+    def start(self) -> None:
+        """Runs a first command (in its own process, it starts the server) and waits for the server to listen."""
+        first = run_svc("--version", env=self.env)
+        assert first.returncode == 0, first.stderr
+        deadline = time.monotonic() + 60
+        while self.socket is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self.socket is not None, self.log()
+
+    def workers(self) -> list[int]:
+        return [int(pid) for task in Path(f"/proc/{self.pid}/task").iterdir()
+                for pid in (task / "children").read_text().split()]
+
+    def log(self) -> str:
+        return "".join(path.read_text() for path in self.directory.glob("cli-*.log"))
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    server = Server(runtime, {"XDG_RUNTIME_DIR": str(runtime)})
+    yield server
+    if server.directory.is_dir() and next(server.directory.glob("cli-*.lock"), None):
+        try:
+            os.kill(server.pid, signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+
+
+def _gone(pid: int, within: float = 30) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] if Path(f"/proc/{pid}").exists() else "X"
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_command_in_the_server_answers_as_in_its_own_process(world: World, server: Server) -> None:
+    """The same output, errors and exit codes; a forma named relative to the caller's directory; the caller's
+    COLUMNS; standard input read from the caller's."""
+    server.start()
+    (world.directory / "main.pkl").write_text(world.forma(ITEMS).read_text())
+    alone = {**server.env, "SVC_CLI_SERVER": "off"}
+    cases = [
+        ["plan", "main.pkl"],
+        ["plan", "missing.pkl"],
+        ["apply", "main.pkl"],  # asks; standard input says no
+        ["inventory", "resources", "--query", "label:i1"],
+        ["no-such-command"],
+    ]
+    for args in cases:
+        here, there = (subprocess.run([SVC, *args, "--config", str(world.agent.config)], cwd=world.directory,
+                                      input="n\n", capture_output=True, text=True, timeout=120,
+                                      env={**os.environ, **ENV, "COLUMNS": "97", **env}) for env in (alone, server.env))
+        assert (there.returncode, there.stdout, there.stderr) == (here.returncode, here.stdout, here.stderr), args
+    applied = world.svc("apply", str(world.directory / "main.pkl"), "--yes", "--wait", env=server.env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert sorted(world.inventory()) == ["i0", "i1", "i2"]
+
+
+def test_the_command_runs_in_a_worker_of_the_server_which_passes_its_exit_code(world: World, server: Server) -> None:
+    server.start()
+    world.cloud.set_knob("hang", {"labels": ["i2"]})
+    command_id = submit(world, world.forma(ITEMS))
+    wait_running(world, command_id, "i2")
+    follower = subprocess.Popen([SVC, "command", "status", command_id, "--follow", "--config",
+                                 str(world.agent.config)], env={**os.environ, **ENV, **server.env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not server.workers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(server.workers()) == 1  # the command runs there
+        assert not Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()  # not here
+        world.cloud.clear_knobs("hang")
+        out, err = follower.communicate(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 0, out + err
+    assert f"apply {command_id} succeeded." in out, out
+    failed = world.svc("command", "status", "2ZnoSuchCommand", env=server.env)
+    assert failed.returncode == 1 and failed.stderr.startswith("Error: command not found"), failed.stderr
+
+
+def test_ctrl_c_reaches_the_worker_and_a_killed_client_hangs_it_up(world: World, server: Server) -> None:
+    server.start()
+    world.cloud.set_knob("hang", {"labels": ["i2"]})
+    command_id = submit(world, world.forma(ITEMS))
+    wait_running(world, command_id, "i2")
+
+    terminal = pexpect.spawn(SVC, ["command", "status", command_id, "--follow", "--config", str(world.agent.config)],
+                             encoding="utf-8", timeout=60, dimensions=(40, 160),
+                             env={**os.environ, **server.env, "TERM": "xterm"},
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        terminal.expect(r"2 of 3 done")  # the live view: the worker writes to this terminal
+        [worker] = server.workers()
+        terminal.sendintr()
+        terminal.expect("follow it again with: svc command status")
+        terminal.expect(pexpect.EOF)
+    finally:
+        terminal.close(force=True)
+    assert terminal.exitstatus in (1, 130)
+    assert _gone(worker)
+    assert world.command(command_id)["State"] == "InProgress"  # Ctrl-C stops following, not the command
+
+    follower = subprocess.Popen([SVC, "command", "status", command_id, "--follow", "--config",
+                                 str(world.agent.config)], env={**os.environ, **ENV, **server.env},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not server.workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [worker] = server.workers()
+    follower.kill()  # SIGKILL: it can pass nothing on
+    follower.wait()
+    assert _gone(worker)
+    world.cloud.clear_knobs("hang")
+
+
+def test_a_server_whose_code_changed_refuses_and_the_next_command_starts_a_new_one(world: World,
+                                                                                   server: Server) -> None:
+    server.start()
+    first = server.pid
+    module = Path(__import__("svc.cli.render", fromlist=["x"]).__file__)
+    seen = module.stat()
+    try:
+        os.utime(module, ns=(seen.st_atime_ns, seen.st_mtime_ns + 1_000_000_000))
+        refused = run_svc("--version", env=server.env)  # run in its own process
+        assert refused.returncode == 0 and refused.stdout.startswith("svc version"), refused.stderr
+        assert _gone(first)
+        server.start()
+        second = server.pid
+        assert second != first
+        os.kill(second, signal.SIGTERM)  # with no command running, it leaves at once
+        assert _gone(second, within=10)
+        assert server.socket is None
+    finally:
+        os.utime(module, ns=(seen.st_atime_ns, seen.st_mtime_ns))
+
+
+def test_off_and_idle(world: World, server: Server) -> None:
+    """``SVC_CLI_SERVER=off`` starts no server; one started with ``SVC_CLI_SERVER_IDLE`` leaves after that long
+    without a command, and takes its socket with it."""
+    alone = run_svc("--version", env={**server.env, "SVC_CLI_SERVER": "off"})
+    assert alone.returncode == 0
+    time.sleep(0.5)
+    assert not server.directory.exists() or server.socket is None
+
+    server.env["SVC_CLI_SERVER_IDLE"] = "1"
+    server.start()
+    pid = server.pid
+    assert _gone(pid)
+    assert server.socket is None

@@ -1,0 +1,62 @@
+"""The console script's hand-off to the CLI server (``svc.launcher``): which commands may go, where the socket
+lives (a directory only this user can enter), and which server fits a command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from svc import handoff, launcher
+
+
+@pytest.mark.parametrize(("args", "environ", "wanted"), [
+    (["plan", "main.pkl"], {}, True),
+    (["inventory"], {"SVC_CLI_SERVER": "on"}, True),
+    (["plan", "main.pkl"], {"SVC_CLI_SERVER": "off"}, False),
+    (["plan", "main.pkl"], {"SVC_CLI_SERVER": " 0 "}, False),
+    (["agent", "start"], {}, False),  # becomes the agent
+    (["agent", "start", "--config", "agent.pkl"], {}, False),
+    (["agent", "stop"], {}, True),
+    (["upgrade", "--version", "1.2.3"], {}, False),  # replaces the installation the server runs
+    (["--show-completion"], {}, False),  # looks for the user's shell among its parent processes
+    (["--install-completion", "bash"], {}, False),
+])
+def test_which_commands_the_server_may_run(args: list[str], environ: dict[str, str], wanted: bool) -> None:
+    assert launcher.server_wanted(args, environ) is wanted
+
+
+def test_the_runtime_directory_is_this_users_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    made = handoff.runtime_dir()
+    assert made == str(tmp_path / "svc") and (os.stat(made).st_mode & 0o777) == 0o700
+
+    os.chmod(made, 0o755)  # others may enter: a socket there is not this user's alone
+    assert handoff.runtime_dir() is None
+    os.chmod(made, 0o700)
+    assert handoff.runtime_dir() == made
+
+    os.rmdir(made)
+    os.symlink(tmp_path, made)  # a link planted where the directory goes
+    assert handoff.runtime_dir() is None
+
+
+def test_without_xdg_runtime_dir_it_is_under_the_temporary_directory(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert handoff.runtime_dir() == str(tmp_path / f"svc-{os.getuid()}")
+
+
+def test_a_server_fits_only_the_same_interpreter_and_import_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = handoff.identity()
+    assert handoff.server_base("/run", mine) == handoff.server_base("/run", handoff.identity())
+    monkeypatch.setattr(sys, "path", [*sys.path, "/somewhere/else"])  # PYTHONPATH: other code, another server
+    assert handoff.server_base("/run", handoff.identity()) != handoff.server_base("/run", mine)
+
+
+def test_answers_are_eight_bytes_of_kind_and_signed_value() -> None:
+    assert handoff.record(handoff.EXITED, -9) == b"\x00\x00\x00\x02\xff\xff\xff\xf7"
+    assert len(handoff.record(handoff.STARTED, 4_000_000)) == handoff.RECORD
