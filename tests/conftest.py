@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import tempfile
 import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -12,6 +15,8 @@ import pytest
 from support.cloudcontrol.client import StandIn, start_cloudcontrol
 from support.processes import Agent, free_port
 
+_RUNTIME_DIR = pytest.StashKey[str]()
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """One schema cache for the whole run (every xdist worker, every agent it starts), kept between runs in
@@ -19,6 +24,24 @@ def pytest_configure(config: pytest.Config) -> None:
     Entries are keyed by the schema files' fingerprint, so an edited schema is extracted anew."""
     if "SVC_SCHEMA_CACHE" not in os.environ and config.cache is not None:
         os.environ["SVC_SCHEMA_CACHE"] = str(config.cache.mkdir("svc-schemas"))
+    # The CLI servers the run's commands start (svc.launcher) live in a runtime directory of the run's own (its
+    # xdist workers inherit it), and leave with the run rather than idle on for ten minutes.
+    if "SVC_TESTS_RUNTIME_DIR" not in os.environ:
+        runtime = tempfile.mkdtemp(prefix="svc-tests-run-")
+        os.environ["SVC_TESTS_RUNTIME_DIR"] = os.environ["XDG_RUNTIME_DIR"] = runtime
+        config.stash[_RUNTIME_DIR] = runtime
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runtime = config.stash.get(_RUNTIME_DIR, None)
+    if runtime is None:
+        return
+    for lock in Path(runtime, "svc").glob("cli-*.lock"):
+        try:
+            os.kill(int(lock.read_text()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture

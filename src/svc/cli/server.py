@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+import msgspec
+
 from svc.handoff import EXITED, REFUSED, STARTED, record
 
 IDLE_SECONDS = 600.0  # SVC_CLI_SERVER_IDLE, in the environment of the command that starts the server
@@ -81,11 +83,22 @@ def _preload() -> None:
     fully_loaded(click_command())
     installed_plugins()  # kept while the import path's directories are as they are
     for name in ("svc.cli.watch", "svc.cli.progress", "svc.cli.plan_render", "svc.cli.render", "svc.cli.tables",
-                 "svc.forma.evaluate", "svc.pkl.server", "svc.agent", "svc.config", "rich.console", "rich.live",
-                 "rich.table"):
+                 "svc.forma.evaluate", "svc.pkl.server", "svc.pkl_assets", "svc.agent", "svc.config",
+                 "svc.model.forma", "rich.console", "rich.live", "rich.table", "encodings.idna",
+                 "importlib.resources.readers", "typer._click.decorators"):
         __import__(name)
+    _describe_shapes(msgspec.Struct)
     gc.collect()
     gc.freeze()  # what every worker shares, never walked by their collections
+
+
+def _describe_shapes(base: type) -> None:
+    """Has msgspec describe every struct of svc's (the agent's answers, the config's ``cli`` block) as it does on
+    a struct's first decoding (~10 ms of a command's first answers), once for all the workers."""
+    for shape in base.__subclasses__():
+        if shape.__module__.startswith("svc."):
+            msgspec.json.Decoder(shape)
+        _describe_shapes(shape)
 
 
 def _imported_files() -> dict[str, tuple[int, int]]:
