@@ -9,6 +9,9 @@ its Terraform counterpart side by side, with the ratio svc ÷ Terraform:
     svc inventory           terraform state list       (a state of one terraform_data resource, made offline)
     svc command list        terraform show             (what the state holds, the nearest "what was done")
 
+Each svc command runs twice over: through the warm CLI server (``svc.launcher``; the CPU of the worker that ran
+it, which the server reaped, is added to the command's) and in its own process (``SVC_CLI_SERVER=off``).
+
 svc talks to a real agent (SQLite, the FAKE plugin, in a temp dir) with one applied resource and its command,
 through a config file as a user's ``~/.config/svc/svc.conf.pkl`` would be. Terraform's rows are left out when
 ``terraform`` is not on PATH. The goal of issue 28 is at most 0.3 CPU seconds for each svc command; figures only,
@@ -23,17 +26,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import start_fake_agent  # noqa: E402
+from fake_agent import process_cpu, start_fake_agent  # noqa: E402
 
 SVC = str(Path(sys.executable).parent / "svc")
 GOAL_CPU_SECONDS = 0.3
@@ -58,10 +63,14 @@ class Timing:
     wall: float  # median wall seconds
 
 
-def measure(argv: list[str], runs: int, env: dict[str, str], cwd: Path | None = None) -> Timing:
-    """The median CPU and wall seconds of ``runs`` runs of ``argv`` (which must succeed)."""
+def measure(argv: list[str], runs: int, env: dict[str, str], cwd: Path | None = None,
+            server: Callable[[], int | None] = lambda: None) -> Timing:
+    """The median CPU and wall seconds of ``runs`` runs of ``argv`` (which must succeed); ``server``: the CLI
+    server's process id, whose reaped children's CPU is the command's too."""
     cpus, walls = [], []
     for _ in range(runs):
+        serving = server()
+        in_server = process_cpu(serving, reaped=True) if serving else 0.0
         started = time.perf_counter()
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
         # wait4's usage covers the process and every child it waited for (the Pkl server, for svc)
@@ -73,7 +82,8 @@ def measure(argv: list[str], runs: int, env: dict[str, str], cwd: Path | None = 
             process.stderr.close()
         if process.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} failed ({process.returncode}): {errors}")
-        cpus.append(usage.ru_utime + usage.ru_stime)
+        in_server = process_cpu(serving, reaped=True) - in_server if serving else 0.0
+        cpus.append(usage.ru_utime + usage.ru_stime + in_server)
     return Timing(statistics.median(cpus), statistics.median(walls))
 
 
@@ -108,7 +118,9 @@ def main() -> None:
         # svc's modules again (a checkout that never wrote its .pyc files looks ~50 ms slower).
         env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "HOME": str(home),
                "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / "data"), "COLUMNS": "120",
-               "CHECKPOINT_DISABLE": "1", "TF_CLI_CONFIG_FILE": str(root / "terraformrc")}
+               "CHECKPOINT_DISABLE": "1", "TF_CLI_CONFIG_FILE": str(root / "terraformrc"),
+               "XDG_RUNTIME_DIR": str(root / "run")}
+        (root / "run").mkdir(mode=0o700)
         (root / "terraformrc").write_text("")
         agent = svc_world(root, env)
         try:
@@ -123,10 +135,14 @@ def main() -> None:
                     (["command", "list"], ["show"])]
             print(f"CPU seconds (user + system), median of {args.runs} runs; wall seconds in brackets. "
                   f"Goal for svc: at most {GOAL_CPU_SECONDS} s CPU.")
-            print(f"{'svc command':<20} {'svc':>14}   {'terraform command':<24} {'terraform':>14} {'ratio':>6}")
+            print(f"{'svc command':<20} {'own process':>14} {'svc':>14}   {'terraform command':<24} "
+                  f"{'terraform':>14} {'ratio':>6}")
+            alone = {**env, "SVC_CLI_SERVER": "off"}
             for svc_args, terraform_args in rows:
-                mine = measure([SVC, *svc_args], args.runs, env)
-                line = f"{'svc ' + ' '.join(svc_args):<20} {mine.cpu:6.3f} [{mine.wall:5.3f}]"
+                own = measure([SVC, *svc_args], args.runs, alone)
+                mine = measure([SVC, *svc_args], args.runs, env, server=lambda: cli_server(root / "run"))
+                line = (f"{'svc ' + ' '.join(svc_args):<20} {own.cpu:6.3f} [{own.wall:5.3f}] "
+                        f"{mine.cpu:6.3f} [{mine.wall:5.3f}]")
                 if terraform:
                     theirs = measure([terraform, *terraform_args], args.runs, env, cwd=terraform_dir)
                     ratio = mine.cpu / theirs.cpu if theirs.cpu else float("inf")
@@ -138,6 +154,21 @@ def main() -> None:
                 print("terraform is not on PATH: its rows are left out")
         finally:
             agent.stop()
+            if (serving := cli_server(root / "run")) is not None:
+                os.kill(serving, signal.SIGTERM)
+
+
+def cli_server(runtime: Path) -> int | None:
+    """The process id of the CLI server of ``runtime`` (an ``XDG_RUNTIME_DIR``), once it listens."""
+    for lock in (runtime / "svc").glob("cli-*.lock"):
+        try:
+            pid = int(lock.read_text())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            continue
+        if any((runtime / "svc").glob("cli-*.sock")):
+            return pid
+    return None
 
 
 if __name__ == "__main__":
