@@ -39,7 +39,7 @@ class Server:
 
     def start(self) -> None:
         """Runs a first command (in its own process, it starts the server) and waits for the server to listen."""
-        first = run_svc("--version", env=self.env)
+        first = run_svc("--version", env={**self.env, "TERMINAL_WIDTH": ""})  # Typer's help width: the command's
         assert first.returncode == 0, first.stderr
         deadline = time.monotonic() + 60
         while self.socket is None and time.monotonic() < deadline:
@@ -93,11 +93,14 @@ def test_a_command_in_the_server_answers_as_in_its_own_process(world: World, ser
         ["apply", "main.pkl"],  # asks; standard input says no
         ["inventory", "resources", "--query", "label:i1"],
         ["no-such-command"],
+        ["--help"],  # Typer's help, as wide as the command's environment says
+        ["plan", "main.pkl", "--help"],
     ]
     for args in cases:
         here, there = (subprocess.run([SVC, *args, "--config", str(world.agent.config)], cwd=world.directory,
                                       input="n\n", capture_output=True, text=True, timeout=120,
-                                      env={**os.environ, **ENV, "COLUMNS": "97", **env}) for env in (alone, server.env))
+                                      env={**os.environ, **ENV, "COLUMNS": "97", "TERMINAL_WIDTH": "60", **env})
+                           for env in (alone, server.env))
         assert (there.returncode, there.stdout, there.stderr) == (here.returncode, here.stdout, here.stderr), args
     applied = world.svc("apply", str(world.directory / "main.pkl"), "--yes", "--wait", env=server.env)
     assert applied.returncode == 0, applied.stdout + applied.stderr

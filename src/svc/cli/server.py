@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import fcntl
 import gc
+import importlib
 import io
 import marshal
 import os
@@ -85,11 +86,22 @@ def _preload() -> None:
     for name in ("svc.cli.watch", "svc.cli.progress", "svc.cli.plan_render", "svc.cli.render", "svc.cli.tables",
                  "svc.forma.evaluate", "svc.pkl.server", "svc.pkl_assets", "svc.agent", "svc.config",
                  "svc.model.forma", "rich.console", "rich.live", "rich.table", "encodings.idna",
-                 "importlib.resources.readers", "typer._click.decorators"):
+                 "importlib.resources.readers", "typer._click.decorators", "typer._click._textwrap",
+                 "rich._emoji_codes"):
         __import__(name)
     _describe_shapes(msgspec.Struct)
+    _import_dependencies_of("typer.rich_utils")  # --help's: Rich's markdown and panels
     gc.collect()
     gc.freeze()  # what every worker shares, never walked by their collections
+
+
+def _import_dependencies_of(name: str) -> None:
+    """Imports what module ``name`` imports but not the module itself: it reads the environment as it is imported
+    (Typer's help reads ``FORCE_COLOR`` and ``TERMINAL_WIDTH``), which must be each command's, not the server's."""
+    package, _, attribute = name.rpartition(".")
+    importlib.import_module(name)
+    del sys.modules[name]
+    delattr(sys.modules[package], attribute)
 
 
 def _describe_shapes(base: type) -> None:
