@@ -76,6 +76,7 @@ def _in_server(args: list[str]) -> int | None:
 
 
 def _hand_off(connection: _socket.socket, args: list[str], key: str) -> int | None:
+    signals = _Signals()  # from the request on: a Ctrl-C is the worker's, even one pressed before it started
     try:
         umask = os.umask(0o077)
         os.umask(umask)
@@ -87,10 +88,10 @@ def _hand_off(connection: _socket.socket, args: list[str], key: str) -> int | No
         connection.sendall(message[sent:])
         kind, worker = read_record(connection)
     except (OSError, ValueError):  # the server went away before it took the command: nothing ran
-        return None
+        kind = worker = 0
     if kind != STARTED:
-        return None
-    _pass_signals_to(worker)
+        return signals.given_back()
+    signals.started(worker)
     try:
         kind, value = read_record(connection)
     except (OSError, ValueError):
@@ -103,20 +104,43 @@ def _hand_off(connection: _socket.socket, args: list[str], key: str) -> int | No
     return 1
 
 
-def _pass_signals_to(worker: int) -> None:
+class _Signals:
     """The signals this process gets go to the worker's process group, as a terminal's Ctrl-C reaches every process
-    of the foreground job; Ctrl-Z stops the worker with this process, and ``fg`` continues both."""
-    for number in _FORWARDED:
-        _signal.signal(number, lambda number, frame: _signal_group(worker, number))
+    of the foreground job; Ctrl-Z stops the worker with this process, and ``fg`` continues both. One that comes
+    before the worker has started is passed on once it has."""
 
-    def suspend(number: int, frame: object) -> None:
-        _signal_group(worker, _signal.SIGSTOP)
+    def __init__(self) -> None:
+        self.worker: int | None = None
+        self.pending: list[int] = []
+        self.previous = {number: _signal.signal(number, self._got) for number in _FORWARDED}
+        self.previous[_signal.SIGTSTP] = _signal.signal(_signal.SIGTSTP, self._suspend)
+
+    def started(self, worker: int) -> None:
+        self.worker = worker
+        for number in self.pending:
+            _signal_group(worker, number)
+
+    def given_back(self) -> int | None:
+        """No worker took the command: the signals are this process's again. None: run the command here; minus a
+        signal that came meanwhile: end by it, having run nothing."""
+        for number, handler in self.previous.items():
+            _signal.signal(number, handler)
+        return -self.pending[0] if self.pending else None
+
+    def _got(self, number: int, frame: object) -> None:
+        if self.worker is None:
+            self.pending.append(number)
+        else:
+            _signal_group(self.worker, number)
+
+    def _suspend(self, number: int, frame: object) -> None:
+        if self.worker is not None:
+            _signal_group(self.worker, _signal.SIGSTOP)
         _signal.signal(_signal.SIGTSTP, _signal.SIG_DFL)
         os.kill(os.getpid(), _signal.SIGTSTP)  # stops here until continued
-        _signal.signal(_signal.SIGTSTP, suspend)
-        _signal_group(worker, _signal.SIGCONT)
-
-    _signal.signal(_signal.SIGTSTP, suspend)
+        _signal.signal(_signal.SIGTSTP, self._suspend)
+        if self.worker is not None:
+            _signal_group(self.worker, _signal.SIGCONT)
 
 
 def _signal_group(worker: int, number: int) -> None:

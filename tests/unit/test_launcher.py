@@ -4,6 +4,8 @@ lives (a directory only this user can enter), and which server fits a command.""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -60,3 +62,28 @@ def test_a_server_fits_only_the_same_interpreter_and_import_path(monkeypatch: py
 def test_answers_are_eight_bytes_of_kind_and_signed_value() -> None:
     assert handoff.record(handoff.EXITED, -9) == b"\x00\x00\x00\x02\xff\xff\xff\xf7"
     assert len(handoff.record(handoff.STARTED, 4_000_000)) == handoff.RECORD
+
+
+def test_a_signal_before_the_worker_starts_is_passed_on_once_it_has() -> None:
+    worker = subprocess.Popen(["sleep", "30"], start_new_session=True)  # a process group of its own, as a worker's
+    signals = launcher._Signals()
+    try:
+        signal.raise_signal(signal.SIGTERM)  # before the server answered: kept, not this process's end
+        assert worker.poll() is None
+        signals.started(worker.pid)
+        assert worker.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        signals.given_back()
+        worker.kill()
+
+
+def test_a_ctrl_c_before_any_worker_took_the_command_ends_it_having_run_nothing() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    signals = launcher._Signals()
+    signal.raise_signal(signal.SIGINT)
+    assert signals.given_back() == -signal.SIGINT  # run() then ends this process by SIGINT
+    assert signal.getsignal(signal.SIGINT) is before  # the handlers are given back
+
+
+def test_no_signal_no_worker_runs_the_command_here() -> None:
+    assert launcher._Signals().given_back() is None
