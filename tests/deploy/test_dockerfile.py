@@ -111,3 +111,10 @@ def test_ca_bundle_variant_adds_a_world_readable_bundle_then_drops_root() -> Non
     # Back to the base image's unprivileged user as the last word.
     assert RDS_CA[-1] == ("USER", "svc")
     assert [keyword for keyword, _ in RDS_CA].count("USER") == 2
+
+
+def test_the_agents_image_starts_no_cli_server() -> None:
+    """An ``svc`` command run in the agent's container (docker exec) runs in its own process: no CLI server idles
+    beside the agent within the task's memory."""
+    final = stages(DOCKERFILE)[-1]
+    assert any(keyword == "ENV" and "SVC_CLI_SERVER=off" in arguments for keyword, arguments in final)
