@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import process_cpu, start_fake_agent  # noqa: E402
+from fake_agent import cli_server, process_cpu, start_fake_agent  # noqa: E402
 
 SVC = str(Path(sys.executable).parent / "svc")
 GOAL_CPU_SECONDS = 0.3
@@ -156,19 +156,6 @@ def main() -> None:
             agent.stop()
             if (serving := cli_server(root / "run")) is not None:
                 os.kill(serving, signal.SIGTERM)
-
-
-def cli_server(runtime: Path) -> int | None:
-    """The process id of the CLI server of ``runtime`` (an ``XDG_RUNTIME_DIR``), once it listens."""
-    for lock in (runtime / "svc").glob("cli-*.lock"):
-        try:
-            pid = int(lock.read_text())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
-            continue
-        if any((runtime / "svc").glob("cli-*.sock")):
-            return pid
-    return None
 
 
 if __name__ == "__main__":

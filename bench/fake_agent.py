@@ -54,6 +54,19 @@ def process_cpu(pid: int, thread: int | None = None, *, reaped: bool = False) ->
     return sum(int(field) for field in fields[11:15 if reaped else 13]) / _TICK
 
 
+def cli_server(runtime: Path) -> int | None:
+    """The process id of svc's CLI server in ``runtime`` (an ``XDG_RUNTIME_DIR``), once one listens there."""
+    for lock in (runtime / "svc").glob("cli-*.lock"):
+        try:
+            pid = int(lock.read_text())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            continue
+        if any((runtime / "svc").glob("cli-*.sock")):
+            return pid
+    return None
+
+
 def children(pid: int) -> list[int]:
     """The ids of a live process's children (none when it is gone)."""
     found: list[int] = []

@@ -62,7 +62,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import children, process_cpu, start_fake_agent  # noqa: E402
+from fake_agent import children, cli_server, process_cpu, start_fake_agent  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl): Terraform's -parallelism
@@ -252,7 +252,7 @@ class Svc(Tool):
         assert self.agent.process is not None
         pid = self.agent.process.pid
         agent_before = process_cpu(pid) + sum(process_cpu(child) for child in children(pid))
-        server = self._server()
+        server = cli_server(self.runtime)
         server_before = process_cpu(server, reaped=True) if server else 0.0
         measured = run_measured([self.svc, *argv], cwd=self.directory, env=self.env, timeout=self.timeout,
                                 sample_rss=True, server=server)
@@ -262,17 +262,6 @@ class Svc(Tool):
         self._check(phase)
         return Measured(measured.wall, measured.cpu + in_server, measured.rss, measured.children_rss, agent)
 
-    def _server(self) -> int | None:
-        """The CLI server's process id, if one runs (the checkout's svc has one, and it has started)."""
-        for lock in (self.runtime / "svc").glob("cli-*.lock"):
-            try:
-                pid = int(lock.read_text())
-                os.kill(pid, 0)
-            except (OSError, ValueError):
-                continue
-            return pid
-        return None
-
     def _check(self, phase: str) -> None:
         held = len(FakeCloud(self.cloud).resources())
         expected = 0 if phase == "destroy" else self.size
@@ -281,7 +270,7 @@ class Svc(Tool):
 
     def close(self) -> None:
         self.agent.stop()
-        server = self._server()
+        server = cli_server(self.runtime)
         if server:
             os.kill(server, signal.SIGTERM)
 

@@ -29,7 +29,7 @@ import socket
 import struct
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -114,27 +114,20 @@ def _describe_shapes(base: type) -> None:
 
 
 def _imported_files() -> dict[str, tuple[int, int]]:
-    files: dict[str, tuple[int, int]] = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str):
-            try:
-                found = os.stat(path)
-            except OSError:
-                continue
-            files[path] = (found.st_mtime_ns, found.st_size)
-    return files
+    return _file_states(path for module in list(sys.modules.values())
+                        if isinstance(path := getattr(module, "__file__", None), str))
 
 
-def _changed(files: dict[str, tuple[int, int]]) -> bool:
-    for path, seen in files.items():
+def _file_states(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Each path's modification time and size; a path that cannot be read is left out."""
+    states: dict[str, tuple[int, int]] = {}
+    for path in paths:
         try:
             found = os.stat(path)
         except OSError:
-            return True
-        if (found.st_mtime_ns, found.st_size) != seen:
-            return True
-    return False
+            continue
+        states[path] = (found.st_mtime_ns, found.st_size)
+    return states
 
 
 class _Server:
@@ -198,7 +191,7 @@ class _Server:
             connection.close()
             return
         try:
-            if request[0] != self.key or _changed(self.imported):
+            if request[0] != self.key or _file_states(self.imported) != self.imported:
                 connection.sendall(record(REFUSED, 0))
                 if request[0] == self.key:
                     self._stop_listening()  # its code changed: the next command starts a server of the new one
@@ -260,9 +253,9 @@ def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], list[int]]:
             os.close(descriptor)
         raise ValueError("not this user's, or without its streams")
     try:
-        if len(data) < 4 or int.from_bytes(data[:4], "big") > _MAX_REQUEST:
-            raise ValueError("a malformed request")
         size = int.from_bytes(data[:4], "big")
+        if len(data) < 4 or size > _MAX_REQUEST:
+            raise ValueError("a malformed request")
         while len(data) < 4 + size:
             chunk = connection.recv(4 + size - len(data))
             if not chunk:
