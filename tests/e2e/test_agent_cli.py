@@ -19,7 +19,7 @@ def test_health_stats_and_openapi(agent_factory) -> None:
     health = httpx.get(f"{agent.url}/api/v1/health")
     assert health.status_code == 200
     body = health.json()  # an agent alone on its SQLite datastore leads
-    assert body["Role"] == "leader" and body["Leader"] == body["AgentId"]
+    assert body["Role"] == "leader" and body["Leader"] == body["AgentId"] and body["Version"] == __version__
     stats = httpx.get(f"{agent.url}/api/v1/stats").json()
     assert stats["Version"] == __version__
     assert len(stats["AgentId"]) == 27

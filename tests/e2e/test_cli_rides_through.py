@@ -118,10 +118,10 @@ def test_a_load_balancer_with_no_healthy_agent_yet_is_waited_out(world: World) -
 def test_a_submission_the_agent_may_have_taken_is_not_sent_again(world: World) -> None:
     """The agent reads the POST and closes the connection without answering (it stopped mid-request): the CLI
     cannot know whether the command was stored, so it says how to find out instead of sending it again."""
-    stats = {"Version": __version__, "AgentId": "stand-in"}
+    health = {"Version": __version__, "Role": "leader", "AgentId": "stand-in"}
 
     def respond(request: Request) -> Answer | None:
-        return Answer(200, stats) if request.method == "GET" and request.path == "/api/v1/stats" else None
+        return Answer(200, health) if request.method == "GET" and request.path == "/api/v1/health" else None
 
     forma = world.forma(chain("a"))
     with TinyHttp(respond) as agent:
@@ -129,7 +129,7 @@ def test_a_submission_the_agent_may_have_taken_is_not_sent_again(world: World) -
                          "--config", str(world.agent.config), env=environment())
     assert result.returncode == 1
     assert [(request.method, request.path) for request in agent.seen] == [
-        ("GET", "/api/v1/stats"), ("POST", "/api/v1/commands")]
+        ("GET", "/api/v1/health"), ("POST", "/api/v1/commands")]
     assert result.stderr.startswith(f"Error: the agent at {agent.url} did not answer with HTTP")
     assert result.stderr.rstrip().endswith("check with svc command status whether it was taken")
     assert len(result.stderr.strip().splitlines()) == 1

@@ -31,6 +31,7 @@ class Answers:
 
     def __init__(self) -> None:
         self.by_path: dict[str, Any] = {"/api/v1/stats": STATS}
+        self.asked: list[str] = []  # the paths requested, in order
 
 
 @pytest.fixture
@@ -40,7 +41,8 @@ def agent(tmp_path: Path) -> Iterator[tuple[Answers, Path]]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the base class's name
-            found = answers.by_path.get(self.path.partition("?")[0])
+            answers.asked.append(self.path.partition("?")[0])
+            found = answers.by_path.get(answers.asked[-1])
             body = json.dumps(found if found is not None else {"error": "no such path"}).encode()
             self.send_response(200 if found is not None else 404)
             self.send_header("Content-Type", "application/json")
@@ -112,3 +114,29 @@ def test_stats_of_another_version_still_name_the_version_to_upgrade_to(
     assert main(["agent", "status", "--config", str(config)]) == 1
     assert capsys.readouterr().err == (f"Error: CLI version {__version__} does not match agent version 0.0.1; "
                                        "run: svc upgrade --version 0.0.1\n")
+
+
+def test_an_agent_whose_health_names_this_version_is_not_asked_for_its_stats(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command checks the agent's version first: ``/health`` names it, so the counts behind ``/stats`` (a
+    scan of the inventory) are not read for that."""
+    answers, config = agent
+    answers.by_path["/api/v1/health"] = {"Version": __version__, "Role": "leader", "AgentId": "agent-1"}
+    answers.by_path["/api/v1/commands/2Yc0mmand/status"] = {"Commands": [COMMAND]}
+    assert main(["command", "status", "2Yc0mmand", "--config", str(config)]) == 0
+    assert answers.asked == ["/api/v1/health", "/api/v1/commands/2Yc0mmand/status"]
+
+
+@pytest.mark.parametrize("health", [{"Version": "0.0.1", "Role": "leader"}, {"Role": "leader"}, None],
+                         ids=["another version", "an older agent's health", "no health"])
+def test_an_agent_whose_health_does_not_name_this_version_is_checked_by_its_stats(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str], health: dict[str, Any] | None) -> None:
+    """Whatever ``/health`` answers short of this CLI's version, ``/stats`` decides, and its error says what to do."""
+    answers, config = agent
+    if health is not None:
+        answers.by_path["/api/v1/health"] = health
+    answers.by_path["/api/v1/stats"] = {"Version": "0.0.1"}
+    assert main(["command", "list", "--config", str(config)]) == 1
+    assert capsys.readouterr().err == (f"Error: CLI version {__version__} does not match agent version 0.0.1; "
+                                       "run: svc upgrade --version 0.0.1\n")
+    assert answers.asked == ["/api/v1/health", "/api/v1/stats"]

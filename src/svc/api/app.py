@@ -86,13 +86,14 @@ def create_app(config: AgentConfig, info: AgentInfo, datastore: Datastore, engin
     router = APIRouter(prefix=API_PREFIX)
 
     @router.get("/health", summary="200 when the agent and its datastore are healthy, else 503; the body names this "
-                                   "agent's role (leader or follower) and the leading agent. Never authenticated.",
+                                   "agent's version, its role (leader or follower) and the leading agent. Never "
+                                   "authenticated.",
                 responses={503: {"description": "The datastore is unreachable."}})
     async def health() -> JSONResponse:
         problem = await health_check.problem()
         if problem is None:
             leader = leadership.leader()
-            return JSONResponse({"Role": leadership.role, "AgentId": info.agent_id,
+            return JSONResponse({"Version": info.version, "Role": leadership.role, "AgentId": info.agent_id,
                                  "Leader": leader.agent_id if leader is not None else None})
         return JSONResponse({"message": f"datastore unavailable: {problem}"}, status_code=503)
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from svc.cli.client import connect
+from svc.cli.client import AgentClient
 from svc.cli.command_commands import status_command
 from svc.cli.common import ConfigOption
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
@@ -67,9 +67,8 @@ def _render_stats(base_url: str) -> Callable[[StatsView], None]:
 
 def show_agent_status(config: Path | None, consumer: Consumer, schema: Schema) -> None:
     # How the agent is now, without riding through an outage: scripts probe with it ("is an agent running?").
-    client, stats = connect(cli_config(config), retrying=False)
-    with client:
-        emit(stats, consumer, schema, _render_stats(client.base_url))
+    with AgentClient(cli_config(config), retrying=False) as client:
+        emit(client.stats(), consumer, schema, _render_stats(client.base_url))
 
 
 @agent_app.command("status")

@@ -136,7 +136,7 @@ def _run(config: Path | None, submission: Submission, consumer: Consumer, schema
     if consumer is Consumer.machine and not (submission.yes or submission.simulate):
         raise CliError(f"{submission.command} in machine mode cannot ask for confirmation; pass --yes to go ahead, "
                        "or --simulate to only see the plan")
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     stop_shared_server(wait=False)  # evaluating is over; the agent may need this machine's CPUs for the command
     with client:
         if consumer is Consumer.machine:

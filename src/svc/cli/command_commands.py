@@ -29,7 +29,7 @@ _LIST_CEILING = 200  # the agent's ceiling
 
 
 def _show_one(config: Path | None, command_id: str | None, consumer: Consumer, schema: Schema) -> None:
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         if command_id is not None:
             found = agent_api.command(client, command_id)
@@ -53,7 +53,7 @@ def _follow_one(config: Path | None, command_id: str | None, consumer: Consumer,
     """Re-attaches to a command (after Ctrl-C, or from another shell) and follows it to its end as ``apply --wait``
     does: the live view on a terminal, a line per finished update otherwise, the finished command in machine
     mode; the exit code: 0 when it succeeded, else 1."""
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         command = _followed(client, command_id)
         if consumer is Consumer.human:
@@ -79,7 +79,7 @@ def _followed(client: AgentClient, command_id: str | None) -> CommandView:
 def _list(config: Path | None, query: str, max_results: int, consumer: Consumer, schema: Schema) -> None:
     if max_results < 0:
         raise CliError("--max-results must be 0 (the most the agent allows) or more")
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         commands = agent_api.commands(client, query=query.strip(), scope="agent",
                                       max_results=max_results or _LIST_CEILING)
@@ -155,7 +155,7 @@ def cancel_command(
                              "behind.", default=False):
             console.print("Cancel aborted.")
             return
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         outcome = agent_api.cancel(client, query=query.strip(), force=force)
     if output_consumer is Consumer.machine:

@@ -48,7 +48,7 @@ def drift_command(
 
     Each resource, and each changed property (secrets as (sensitive)). Machine output: {"ModifiedStacks": {stack:
     {"ModifiedResources": […]}}}, the stacks with drift only."""
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         labels = [stack] if stack is not None else _stack_labels(client)
         found = {label: _drift(client, label) for label in labels}
@@ -84,7 +84,7 @@ def reconcile_command(
 
     It re-applies the stack's last reconcile. Machine output: the finished command as `svc command status ID`
     prints it ({"Commands": [the command]}), or {"CommandId": …} with --no-wait (null: no drift)."""
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         command_id = agent_api.reconcile_stack(client, stack)
         raise typer.Exit(_follow(client, stack, command_id, no_wait, output_consumer, output_schema))

@@ -47,7 +47,7 @@ def extract_command(
     if path.is_dir():
         raise CliError(f"{path} is a directory; name the file to write")
 
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         forma = agent_api.inventory_forma(client, query.strip())
     nothing = CliError(f"no resources match the query {query.strip()!r}; nothing written")

@@ -40,7 +40,7 @@ def _limit(max_results: int | None, consumer: Consumer) -> int:
 
 
 def _fetch(config: Path | None, path: str, shape: type[Row], query: str, limit: int) -> list[Row]:
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         return agent_api.inventory(client, path, shape, query=query.strip(), max_results=limit)
 
@@ -84,7 +84,7 @@ def list_resources(config: Path | None, query: str, max_results: int | None, con
                    schema: Schema) -> None:
     limit = _limit(max_results, consumer)
     if consumer is Consumer.machine:
-        client, _ = connect(cli_config(config))
+        client = connect(cli_config(config))
         with client:
             forma = agent_api.inventory_forma(client, query.strip(), max_results=limit)
         emit(_EMPTY_FORMA if forma is None else forma, consumer, schema, print)

@@ -28,7 +28,7 @@ ttl_app = typer.Typer(help="Stack TTL policies.", no_args_is_help=True)
 
 
 def _run(config: Path | None, job: str, shape: type[Shape]) -> Shape:
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         return agent_api.run_job(client, job, shape)
 
@@ -104,7 +104,7 @@ def ttl_check_command(
     """Run the TTL check now: destroy the stacks whose TTL policy expired, and wait for the destroys.
 
     Machine output: {"ExpiredStacks": […], "Commands": [the destroy commands, finished unless --no-wait]}."""
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         sweep = agent_api.run_job(client, "check-ttl", TtlSweepView)
         finished = [] if no_wait else [wait_quietly(client, command_id) for command_id in sweep.command_ids]

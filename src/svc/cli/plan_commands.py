@@ -60,7 +60,7 @@ def plan_command(
     forma = evaluate_with_flags(file, ctx.args, command=command, mode="reconcile" if destroy else mode.value)
     title = plan_title(str(file), mode.value, force, dependents)
     fields = {"on_dependents": dependents} if destroy else {"mode": mode.value, "force": force}
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     stop_shared_server(wait=False)  # evaluating is over
     with client:
         try:

@@ -87,7 +87,7 @@ def _operations_table(done: dict[str, Any]) -> None:
 
 
 def _manage(action: str, body: dict[str, Any], config: Path | None, consumer: Consumer, schema: Schema) -> None:
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         if consumer is Consumer.human:
             names = ", ".join(package["name"] + (f"=={package['version']}" if "version" in package else "")
@@ -160,7 +160,7 @@ def search(query: Annotated[str, typer.Argument(help="Words to look for in names
             params[key] = value
     source = _source_members(index_url, find_links, config)
     params.update({key: value for key, value in source.items()})
-    client, _ = connect(cli_config(config))
+    client = connect(cli_config(config))
     with client:
         response = client.request("GET", "/plugins", params=params, timeout=_PIP_TIMEOUT)
         raise_for(response, "plugin search")
