@@ -28,8 +28,8 @@ from urllib.parse import unquote, urlparse
 from svc.pkl_source import IMPORT_KEYWORD, PROP_READ, READ
 
 _CLAUSE = re.compile(r'^\s*(?:import\*?|amends|extends)\s+"([^"]*)"', re.MULTILINE)
-_EXPRESSION = re.compile(r'\bimport\*?\(\s*"([^"]*)"\s*\)')
-_GLOB = re.compile(r"\bimport\*")
+_EXPRESSION = re.compile(r'import(?<!\wimport)\*?\(\s*"([^"]*)"\s*\)')  # \bimport…, as in svc.pkl_source
+_GLOB = re.compile(r"import(?<!\wimport)\*")
 _LINE_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _URI_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
