@@ -31,7 +31,7 @@ from svc.pkl_source import IMPORT_KEYWORD, READ
 
 _FORMAT = 1
 # The imports, amends and extends whose string is a plain literal (``IMPORT_KEYWORD`` finds them all).
-_TARGET = re.compile(r'\b(?:import\*?|amends|extends)\s*\(?\s*"([^"\\]*)"')
+_TARGET = re.compile(r'(?:import(?<!\wimport)\*?|amends(?<!\wamends)|extends(?<!\wextends))\s*\(?\s*"([^"\\]*)"')
 _OWN_SCHEMES = ("svc:", "plugins:")
 _KEPT = 32  # entries (config files) kept; the least recently written go first
 
