@@ -164,7 +164,11 @@ def plain_sides(stored: Json, desired: Json, schema: Schema, *, resend: bool = T
     forces ``requiredOnUpdate`` fields (in plain text) into the patch."""
     opaque = opaque_fields(schema)
     desired = keep_set_once(stored, desired)
-    original = values.plain(desired, unresolved=UNKNOWN)
+    # What is re-sent is the user's value as it is (a secret in plain text): only a re-sending diff needs it, and
+    # the planner's diffs (every resource of every plan) are not.
+    resent = {key for key, hint in schema.hints.items() if hint.required_on_update and "." not in key} \
+        if resend else set()
+    original = values.plain(desired, unresolved=UNKNOWN) if resent else {}
     desired = suppress_unchanged_secrets(stored, desired, opaque)
     actual = values.plain(stored)
     wanted = values.plain(desired, unresolved=UNKNOWN)
@@ -181,7 +185,7 @@ def plain_sides(stored: Json, desired: Json, schema: Schema, *, resend: bool = T
             # Read never returns it, so only a value the agent stored can tell a change; a resource
             # discovered has none, and would otherwise be replaced for nothing.
             wanted.pop(key, None)
-        if resend and hint.required_on_update and original.get(key) not in (None, ""):
+        if key in resent and original.get(key) not in (None, ""):
             wanted[key] = original[key]
             actual.pop(key, None)
     actual = {k: v for k, v in actual.items() if v is not None}
