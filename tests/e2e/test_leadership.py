@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from support.agent_group import AgentGroup, Member, agent_group
+from svc import __version__
 
 ITEMS = 300
 LATENCY = 0.1  # seconds per create: the apply lasts long enough to be interrupted
@@ -63,7 +64,8 @@ def _assert_converged(group: AgentGroup, command_id: str, items: int = ITEMS) ->
 def test_followers_serve_reads_and_forward_submissions(group: AgentGroup) -> None:
     leader = group.wait_leader()
     follower = group.follower()
-    assert follower.health() == {"Role": "follower", "AgentId": follower.agent_id, "Leader": leader.agent_id}
+    assert follower.health() == {"Version": __version__, "Role": "follower", "AgentId": follower.agent_id,
+                                 "Leader": leader.agent_id}
     status = group.svc(follower, "agent", "status", "--output-consumer", "machine")
     assert (json.loads(status.stdout)["Role"], json.loads(status.stdout)["Leader"]) == ("follower", leader.agent_id)
     # A submission sent to the follower runs on the leader; both read it back from the datastore.

@@ -86,7 +86,7 @@ STATS = {"Version": str, "AgentId": str, "Clients": int, "Commands": COUNTS, "St
 CANCEL = {"CommandIds": [str], "ResourceUpdateStates?": {str: {"State": str, "ForceCanceled?": bool,
                                                                 "CommandId?": str}}, "Forced?": bool}
 MESSAGE = {"message": str}
-HEALTH = {"Role": str, "AgentId": str, "Leader?": str}
+HEALTH = {"Version": str, "Role": str, "AgentId": str, "Leader?": str}
 NOT_FOUND = {"error": str}
 
 
