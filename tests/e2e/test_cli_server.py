@@ -201,3 +201,28 @@ def test_off_and_idle(world: World, server: Server) -> None:
     pid = server.pid
     assert _gone(pid)
     assert server.socket is None
+
+
+def test_a_command_ends_as_it_would_have_when_its_server_dies_meanwhile(world: World, server: Server) -> None:
+    """The worker tells its client how the command ended: a server killed while it runs takes nothing with it."""
+    server.start()
+    world.cloud.set_knob("hang", {"labels": ["i2"]})
+    command_id = submit(world, world.forma(ITEMS))
+    wait_running(world, command_id, "i2")
+    follower = subprocess.Popen([SVC, "command", "status", command_id, "--follow", "--config",
+                                 str(world.agent.config)], env={**os.environ, **ENV, **server.env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not server.workers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [worker] = server.workers()
+        os.kill(server.pid, signal.SIGKILL)
+        world.cloud.clear_knobs("hang")
+        out, err = follower.communicate(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    assert follower.returncode == 0, out + err
+    assert f"apply {command_id} succeeded." in out and not err, out + err
+    assert _gone(worker)

@@ -4,8 +4,8 @@ Started by a command that found none (``python -P -m svc.cli.server BASE KEY``),
 ``BASE.lock`` (a second one started meanwhile leaves), imports the whole CLI once, listens on ``BASE.sock``
 (its directory is the user's alone) and forks a worker per command. The worker takes the command's standard
 streams, working directory, umask and environment, becomes a process group of its own (the client passes its
-signals to that group) and runs the command as the console script would in its own process; the server reports
-how it ended. Single-threaded, so forking is safe; one loop over the listener, each worker's process file
+signals to that group) and runs the command as the console script would in its own process; it tells the client
+its exit code as it exits, and the server reports an end it could not tell (a signal). Single-threaded, so forking is safe; one loop over the listener, each worker's process file
 descriptor and each client's connection.
 
 The server leaves when it has been idle for ``IDLE_SECONDS``, when one of the files it imported changed on disk
@@ -162,14 +162,14 @@ class _Server:
             if self.terminated:
                 self._stop_listening()
 
-    def _let_go(self, connection: socket.socket) -> None:
+    def _let_go(self) -> None:
         """In a worker: closes what is the server's, so that only the server holds its lock, its listener and the
-        clients' connections (a client's end of its connection then closes when the server's does)."""
+        other clients' connections (a client's end of its connection then closes when the server's does)."""
         signal.set_wakeup_fd(-1)
         for descriptor in (self.lock, *self.wakeup):
             os.close(descriptor)
         self.selector.close()
-        for held in (self.listener, connection, *self.workers.values()):
+        for held in (self.listener, *self.workers.values()):
             if held is not None:
                 held.close()
 
@@ -199,8 +199,8 @@ class _Server:
                 return
             worker = os.fork()
             if worker == 0:
-                self._let_go(connection)
-                _work(request, descriptors)
+                self._let_go()
+                _work(request, descriptors, connection)
         finally:
             for descriptor in descriptors:
                 os.close(descriptor)
@@ -270,8 +270,11 @@ def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], list[int]]:
     return request, descriptors
 
 
-def _work(request: tuple[Any, ...], descriptors: list[int]) -> NoReturn:
-    """In the forked worker: become the command's process, run it, exit with its code."""
+def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket) -> NoReturn:
+    """In the forked worker: become the command's process, run it, exit with its code, which it tells ``client``
+    itself as it exits: the client need not wait for this process's memory to be given back and the server to
+    reap it (~2 ms), and a server that died meanwhile does not take the command's outcome with it. The server
+    still reports an end this process could not tell (a signal)."""
     code = 1
     try:
         _, args, environ, cwd, umask, streams = request
@@ -299,6 +302,10 @@ def _work(request: tuple[Any, ...], descriptors: list[int]) -> NoReturn:
                 stream.flush()
             except Exception:  # noqa: BLE001 - a closed pipe: the exit code still goes back
                 pass
+        try:
+            client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
+        except OSError:
+            pass
         os._exit(code)
 
 
