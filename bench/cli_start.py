@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import cli_server, process_cpu, start_fake_agent  # noqa: E402
+from fake_agent import cli_server, process_cpu, start_fake_agent, workers_cpu  # noqa: E402
 
 SVC = str(Path(sys.executable).parent / "svc")
 GOAL_CPU_SECONDS = 0.3
@@ -82,7 +82,7 @@ def measure(argv: list[str], runs: int, env: dict[str, str], cwd: Path | None = 
             process.stderr.close()
         if process.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} failed ({process.returncode}): {errors}")
-        in_server = process_cpu(serving, reaped=True) - in_server if serving else 0.0
+        in_server = workers_cpu(serving) - in_server if serving else 0.0
         cpus.append(usage.ru_utime + usage.ru_stime + in_server)
     return Timing(statistics.median(cpus), statistics.median(walls))
 

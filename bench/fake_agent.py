@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -52,6 +53,15 @@ def process_cpu(pid: int, thread: int | None = None, *, reaped: bool = False) ->
     except OSError:
         return 0.0
     return sum(int(field) for field in fields[11:15 if reaped else 13]) / _TICK
+
+
+def workers_cpu(server: int, *, within: float = 10.0) -> float:
+    """The CPU seconds of the workers the CLI server ``server`` has reaped, once it has reaped every one: a worker
+    tells its client the exit code before it exits, so the client can end before the server has waited for it."""
+    deadline = time.monotonic() + within
+    while children(server) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return process_cpu(server, reaped=True)
 
 
 def cli_server(runtime: Path) -> int | None:

@@ -62,7 +62,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import children, cli_server, process_cpu, start_fake_agent  # noqa: E402
+from fake_agent import children, cli_server, process_cpu, start_fake_agent, workers_cpu  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl): Terraform's -parallelism
@@ -258,7 +258,7 @@ class Svc(Tool):
                                 sample_rss=True, server=server)
         agent = process_cpu(pid) + sum(process_cpu(child) for child in children(pid)) - agent_before
         # The worker that ran it (and its Pkl server), which the server reaped before it answered the CLI
-        in_server = process_cpu(server, reaped=True) - server_before if server else 0.0
+        in_server = workers_cpu(server) - server_before if server else 0.0
         self._check(phase)
         return Measured(measured.wall, measured.cpu + in_server, measured.rss, measured.children_rss, agent)
 

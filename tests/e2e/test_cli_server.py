@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pexpect
@@ -107,8 +108,10 @@ def test_a_command_in_the_server_answers_as_in_its_own_process(world: World, ser
     assert sorted(world.inventory()) == ["i0", "i1", "i2"]
 
 
-def test_the_command_runs_in_a_worker_of_the_server_which_passes_its_exit_code(world: World, server: Server) -> None:
-    server.start()
+@contextmanager
+def _following(world: World, server: Server) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A command held running (its last resource hangs) and ``svc command status --follow`` of it through the
+    server, once the server's worker runs it."""
     world.cloud.set_knob("hang", {"labels": ["i2"]})
     command_id = submit(world, world.forma(ITEMS))
     wait_running(world, command_id, "i2")
@@ -119,13 +122,24 @@ def test_the_command_runs_in_a_worker_of_the_server_which_passes_its_exit_code(w
         deadline = time.monotonic() + 30
         while not server.workers() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(server.workers()) == 1  # the command runs there
-        assert not Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()  # not here
-        world.cloud.clear_knobs("hang")
-        out, err = follower.communicate(timeout=60)
+        yield command_id, follower
     finally:
         if follower.poll() is None:
             follower.kill()
+
+
+def _released(world: World, follower: subprocess.Popen[str]) -> tuple[str, str]:
+    """The held resource let go: what the follower wrote, once it ended with the command."""
+    world.cloud.clear_knobs("hang")
+    return follower.communicate(timeout=60)
+
+
+def test_the_command_runs_in_a_worker_of_the_server_which_passes_its_exit_code(world: World, server: Server) -> None:
+    server.start()
+    with _following(world, server) as (command_id, follower):
+        assert len(server.workers()) == 1  # the command runs there
+        assert not Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()  # not here
+        out, err = _released(world, follower)
     assert follower.returncode == 0, out + err
     assert f"apply {command_id} succeeded." in out, out
     failed = world.svc("command", "status", "2ZnoSuchCommand", env=server.env)
@@ -206,23 +220,10 @@ def test_off_and_idle(world: World, server: Server) -> None:
 def test_a_command_ends_as_it_would_have_when_its_server_dies_meanwhile(world: World, server: Server) -> None:
     """The worker tells its client how the command ended: a server killed while it runs takes nothing with it."""
     server.start()
-    world.cloud.set_knob("hang", {"labels": ["i2"]})
-    command_id = submit(world, world.forma(ITEMS))
-    wait_running(world, command_id, "i2")
-    follower = subprocess.Popen([SVC, "command", "status", command_id, "--follow", "--config",
-                                 str(world.agent.config)], env={**os.environ, **ENV, **server.env},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while not server.workers() and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with _following(world, server) as (command_id, follower):
         [worker] = server.workers()
         os.kill(server.pid, signal.SIGKILL)
-        world.cloud.clear_knobs("hang")
-        out, err = follower.communicate(timeout=60)
-    finally:
-        if follower.poll() is None:
-            follower.kill()
+        out, err = _released(world, follower)
     assert follower.returncode == 0, out + err
     assert f"apply {command_id} succeeded." in out and not err, out + err
     assert _gone(worker)
