@@ -34,6 +34,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -49,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from engine_floor import Bound, plugin_floor  # noqa: E402
-from fake_agent import children, peak_rss_mib, process_cpu, start_fake_agent  # noqa: E402
+from fake_agent import children, cli_server, peak_rss_mib, process_cpu, start_fake_agent, workers_cpu  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 from support.processes import Agent, run_svc  # noqa: E402
@@ -139,9 +140,10 @@ class Cpu:
                 f"threads {self.agent - self.agent_loop:.2f} s), plugin {self.plugins:.2f} s")
 
 
-def cpu_now(agent_pid: int) -> Cpu:
+def cpu_now(agent_pid: int, in_server: float = 0.0) -> Cpu:
+    """``in_server``: the CPU of the CLI server's workers that ran this bench's commands."""
     cli = resource.getrusage(resource.RUSAGE_CHILDREN)  # every svc process this bench ran and waited for
-    return Cpu(cli.ru_utime + cli.ru_stime, process_cpu(agent_pid), process_cpu(agent_pid, agent_pid),
+    return Cpu(cli.ru_utime + cli.ru_stime + in_server, process_cpu(agent_pid), process_cpu(agent_pid, agent_pid),
                sum(process_cpu(child) for child in children(agent_pid)))
 
 
@@ -150,7 +152,21 @@ class Cli:
         self.agent = agent
         # A cache of its own: the evaluations every svc on the machine keeps are the latest 16, so another run's
         # commands (a test suite, another bench) would push this one's out and a no-op would evaluate again.
-        self.env = {"COLUMNS": "200", "XDG_DATA_HOME": str(data), "XDG_CACHE_HOME": str(data / "cache")}
+        # A CLI server of its own too, whose workers' CPU is its commands'.
+        self.runtime = data.parent / "run"
+        self.runtime.mkdir(mode=0o700, exist_ok=True)
+        self.env = {"COLUMNS": "200", "XDG_DATA_HOME": str(data), "XDG_CACHE_HOME": str(data / "cache"),
+                    "XDG_RUNTIME_DIR": str(self.runtime)}
+
+    def cpu(self) -> Cpu:
+        assert self.agent.process is not None
+        server = cli_server(self.runtime)
+        return cpu_now(self.agent.process.pid, workers_cpu(server) if server else 0.0)
+
+    def close(self) -> None:
+        server = cli_server(self.runtime)
+        if server:
+            os.kill(server, signal.SIGTERM)
 
     def svc(self, *args: str, timeout: float = 1800, env: dict[str, str] | None = None) -> str:
         result = run_svc(*args, "--config", str(self.agent.config), env={**self.env, **(env or {})},
@@ -165,11 +181,11 @@ class Cli:
     def timed(self, *args: str) -> Timed:
         assert self.agent.process is not None
         before = self.latest_command()
-        cpu = cpu_now(self.agent.process.pid)
+        cpu = self.cpu()
         started, begun = time.perf_counter(), time.time()  # the agent stamps StartTs and EndTs by the same clock
         self.svc(*args)
         seconds, ended = time.perf_counter() - started, time.time()
-        spent = cpu_now(self.agent.process.pid) - cpu
+        spent = self.cpu() - cpu
         command = self.latest_command()
         # A no-op re-apply runs no command: the latest one is then still the one from before.
         if (command is None or not command.get("EndTs")
@@ -317,8 +333,11 @@ def _latency_at(directory: Path, in_flight: int = IN_FLIGHT, *, apart: bool = Fa
             _pin(agent.process.pid, {0})
             for child in children(agent.process.pid):
                 _pin(child, {1})
-        latency(Cli(agent, directory / "data"), directory, in_flight,
-                setting=" (agent on CPU 0, plugin on CPU 1)" if apart else "")
+        cli = Cli(agent, directory / "data")
+        try:
+            latency(cli, directory, in_flight, setting=" (agent on CPU 0, plugin on CPU 1)" if apart else "")
+        finally:
+            cli.close()
     finally:
         agent.stop()
 
@@ -350,9 +369,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="svc-bench-cli-") as tmp:
         directory = Path(tmp)
         agent = start_fake_agent(directory)
+        cli = Cli(agent, directory / "data")
         try:
             assert agent.process is not None
-            cli = Cli(agent, directory / "data")
             print(f"machine: {os.cpu_count()} CPUs, {_load()} at the start; {_python_speed()}", flush=True)
             for size in args.sizes:
                 scale(cli, directory, size)
@@ -371,6 +390,7 @@ def main() -> None:
                   f"{'met' if peak <= RSS_GOAL_MIB else 'NOT met'}]; {_load()} and {_python_speed()} at the end",
                   flush=True)
         finally:
+            cli.close()
             agent.stop()
 
 
