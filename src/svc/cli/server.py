@@ -5,8 +5,8 @@ Started by a command that found none (``python -P -m svc.cli.server BASE KEY``),
 (its directory is the user's alone) and forks a worker per command. The worker takes the command's standard
 streams, working directory, umask and environment, becomes a process group of its own (the client passes its
 signals to that group) and runs the command as the console script would in its own process; it tells the client
-its exit code as it exits, and the server reports an end it could not tell (a signal). Single-threaded, so forking is safe; one loop over the listener, each worker's process file
-descriptor and each client's connection.
+its exit code as it exits, and the server reports an end it could not tell (a signal). Single-threaded, so forking
+is safe; one loop over the listener, each worker's process file descriptor and each client's connection.
 
 The server leaves when it has been idle for ``IDLE_SECONDS``, when one of the files it imported changed on disk
 (an upgrade, an edit of a checkout: it refuses the command, which runs in its own process, and the next command
@@ -156,9 +156,7 @@ class _Server:
             events = self.selector.select(None if self.workers else self.idle)
             if not events and not self.workers:
                 return  # idle
-            for selected, _ in events:
-                callback: Callable[[Any], None] = selected.data
-                callback(selected.fileobj)
+            dispatch(self.selector, events)
             if self.terminated:
                 self._stop_listening()
 
@@ -227,7 +225,8 @@ class _Server:
             connection.close()
 
     def _hung_up(self, worker: int, connection: socket.socket) -> None:
-        """The client sends nothing after its request: readable means it closed its end (it was killed)."""
+        """The client sends nothing after its request: readable means it closed its end, killed (its worker must not
+        run on unseen) or done (its worker told it the exit code and is exiting: the hang-up is then moot)."""
         try:
             data = connection.recv(1)
         except OSError:
@@ -240,6 +239,17 @@ class _Server:
             os.killpg(worker, signal.SIGHUP)
         except OSError:
             pass
+
+
+def dispatch(selector: selectors.BaseSelector, events: list[tuple[selectors.SelectorKey, int]]) -> None:
+    """Calls the callback of each ready registration, but not of one that an earlier callback of the same round
+    unregistered: a worker's end and its client's hang-up can be ready together (the client leaves as soon as the
+    worker has told it the exit code), and the reaping closes the connection the hang-up would read."""
+    for selected, _ in events:
+        if selector.get_map().get(selected.fd) is not selected:
+            continue
+        callback: Callable[[Any], None] = selected.data
+        callback(selected.fileobj)
 
 
 def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], list[int]]:
