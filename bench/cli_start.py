@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import cli_server, process_cpu, start_fake_agent, workers_cpu  # noqa: E402
+from fake_agent import cli_server, process_cpu, start_fake_agent, stop_cli_server, workers_cpu  # noqa: E402
 
 SVC = str(Path(sys.executable).parent / "svc")
 GOAL_CPU_SECONDS = 0.3
@@ -154,8 +153,7 @@ def main() -> None:
                 print("terraform is not on PATH: its rows are left out")
         finally:
             agent.stop()
-            if (serving := cli_server(root / "run")) is not None:
-                os.kill(serving, signal.SIGTERM)
+            stop_cli_server(root / "run")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -50,7 +49,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from engine_floor import Bound, plugin_floor  # noqa: E402
-from fake_agent import children, cli_server, peak_rss_mib, process_cpu, start_fake_agent, workers_cpu  # noqa: E402
+from fake_agent import (  # noqa: E402
+    children,
+    cli_server,
+    peak_rss_mib,
+    process_cpu,
+    start_fake_agent,
+    stop_cli_server,
+    workers_cpu,
+)
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 from support.processes import Agent, run_svc  # noqa: E402
@@ -164,9 +171,7 @@ class Cli:
         return cpu_now(self.agent.process.pid, workers_cpu(server) if server else 0.0)
 
     def close(self) -> None:
-        server = cli_server(self.runtime)
-        if server:
-            os.kill(server, signal.SIGTERM)
+        stop_cli_server(self.runtime)
 
     def svc(self, *args: str, timeout: float = 1800, env: dict[str, str] | None = None) -> str:
         result = run_svc(*args, "--config", str(self.agent.config), env={**self.env, **(env or {})},

@@ -4,6 +4,7 @@ seconds of a live process and its children (read from /proc)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -75,6 +76,13 @@ def cli_server(runtime: Path) -> int | None:
         if any((runtime / "svc").glob("cli-*.sock")):
             return pid
     return None
+
+
+def stop_cli_server(runtime: Path) -> None:
+    """Ends svc's CLI server in ``runtime``, if one runs there (it leaves once its workers have ended)."""
+    server = cli_server(runtime)
+    if server is not None:
+        os.kill(server, signal.SIGTERM)
 
 
 def children(pid: int) -> list[int]:

@@ -62,7 +62,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import children, cli_server, process_cpu, start_fake_agent, workers_cpu  # noqa: E402
+from fake_agent import children, cli_server, process_cpu, start_fake_agent, stop_cli_server, workers_cpu  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl): Terraform's -parallelism
@@ -257,7 +257,7 @@ class Svc(Tool):
         measured = run_measured([self.svc, *argv], cwd=self.directory, env=self.env, timeout=self.timeout,
                                 sample_rss=True, server=server)
         agent = process_cpu(pid) + sum(process_cpu(child) for child in children(pid)) - agent_before
-        # The worker that ran it (and its Pkl server), which the server reaped before it answered the CLI
+        # The worker that ran it (and its Pkl server), once the server has reaped it (the CLI may end before)
         in_server = workers_cpu(server) - server_before if server else 0.0
         self._check(phase)
         return Measured(measured.wall, measured.cpu + in_server, measured.rss, measured.children_rss, agent)
@@ -270,9 +270,7 @@ class Svc(Tool):
 
     def close(self) -> None:
         self.agent.stop()
-        server = cli_server(self.runtime)
-        if server:
-            os.kill(server, signal.SIGTERM)
+        stop_cli_server(self.runtime)
 
 
 class Terraform(Tool):
