@@ -254,9 +254,12 @@ def test_new_resources_are_classified_once(monkeypatch):
     cs = apply(forma(*chain), inventory())
     assert len(calls) == 6 and len(cs.resources) == 6
     # A stored consumer of an updated producer still gets its second look: the producer's change is learned first.
+    # What refers to no producer whose change was learned (the producer itself, an unrelated resource) gets none.
     calls.clear()
     inv = inventory(stored("K1", "T::Test::Item", "a", {"Value": "1"}),
-                    stored("K2", "T::Test::Item", "b", {"Ref": ref("K1", "Value")}))
+                    stored("K2", "T::Test::Item", "b", {"Ref": ref("K1", "Value")}),
+                    stored("K3", "T::Test::Item", "c", {"Value": "3"}))
     cs = apply(forma(resource("a", "T::Test::Item", {"Value": "2"}),
-                     resource("b", "T::Test::Item", {"Ref": res("a", "T::Test::Item", "Value")})), inv)
-    assert sorted(calls) == ["K1", "K1", "K2", "K2"] and ops(cs) == [("a", "update"), ("b", "update")]
+                     resource("b", "T::Test::Item", {"Ref": res("a", "T::Test::Item", "Value")}),
+                     resource("c", "T::Test::Item", {"Value": "3"})), inv)
+    assert sorted(calls) == ["K1", "K2", "K2", "K3"] and ops(cs) == [("a", "update"), ("b", "update")]
