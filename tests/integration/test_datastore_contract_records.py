@@ -323,6 +323,29 @@ def test_stacks_a_command_covers_without_updates_match_stack_queries(datastore: 
     assert datastore.delete_command(marker.id) and listed("stack:db") == [older.id]
 
 
+def test_the_last_reconcile_of_a_stack_is_the_newest_reconcile_apply_in_it(datastore: Datastore) -> None:
+    """Drift's baseline: a reconcile apply that changed the stack or whose forma named it; patches, destroys,
+    synchronizations and the reconciles of other stacks (one whose label merely starts the same) do not count."""
+    def put(minutes: int, stack: str, **fields: object) -> CommandRecord:
+        record = command(state="Success", start_ts=T0 + timedelta(minutes=minutes), **fields)
+        datastore.put_command(record, [update(record.id, minutes, stack=stack)])
+        return record
+
+    baseline = put(1, "web")
+    put(2, "web", mode="patch")
+    put(3, "web", command="destroy", mode=None)
+    put(4, "web", command="sync", source="sync")
+    other = put(5, "webby")
+    assert datastore.last_reconcile("web") == baseline and datastore.last_reconcile("webby") == other
+    covering = command(state="Success", start_ts=T0 + timedelta(minutes=6))  # changed db only, named web too
+    datastore.put_command(covering, [update(covering.id, 6, stack="db")], stacks=["db", "web"])
+    assert datastore.last_reconcile("web") == covering and datastore.last_reconcile("db") == covering
+    assert datastore.last_reconcile("elsewhere") is None
+    for minutes in range(10, 260):  # more newer commands of the stack than a page of them holds
+        put(minutes, "web", mode="patch")
+    assert datastore.last_reconcile("web") == covering
+
+
 def test_incomplete_commands_and_deletion(datastore: Datastore) -> None:
     done, running = command(state="Success"), command(state="InProgress", start_ts=T0 + timedelta(seconds=1))
     datastore.put_command(done)

@@ -166,6 +166,18 @@ class CommandStore(SqlBase):
             row = conn.execute(sa.select(c).where(c.c.id == command_id)).first()
         return _command(row) if row is not None else None
 
+    def last_reconcile(self, stack: str) -> CommandRecord | None:
+        """The newest reconcile apply that changed something in ``stack`` or whose forma named it (drift's baseline,
+        ``svc.engine.drift``): one row, found by walking the commands newest first. Filtering ``list_commands`` by
+        stack read and decoded a page of them for it, growing with the stack's history, on every reconcile."""
+        in_stack = sa.or_(sa.exists().where(u.c.command_id == c.c.id, u.c.stack_label == stack),
+                          sa.exists().where(cs.c.command_id == c.c.id, cs.c.stack_label == stack))
+        statement = (sa.select(c).where(c.c.command == "apply", c.c.mode == "reconcile", in_stack)
+                     .order_by(*(column.desc() for column in _COMMAND_ORDER)).limit(1))
+        with self.read() as conn:
+            row = conn.execute(statement).first()
+        return _command(row) if row is not None else None
+
     def delete_command(self, command_id: str) -> bool:
         """Removes a command and its updates (e.g. a synchronization that changed nothing)."""
         with self.write() as conn:

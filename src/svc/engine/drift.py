@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc.datastore.interface import Datastore
-from svc.datastore.query import COMMAND_FIELDS, parse_query
 from svc.model import values
 from svc.model.records import CommandRecord, ResourceVersion, every_item
 
@@ -34,28 +33,10 @@ class Drifted:
         return "delete" if self.current.deleted else "update"
 
 
-
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def last_reconcile(store: Datastore, stack: str) -> CommandRecord | None:
-    """The newest reconcile apply of ``stack``: one that changed something there, or whose forma named it (a
-    reconcile covers every stack of its forma; one that changes nothing is stored only when it took drift in)."""
-    query = parse_query(f"stack:{_quote(stack)}", COMMAND_FIELDS)
-    cursor: str | None = None
-    while True:
-        page = store.list_commands(query, sources=None, cursor=cursor, limit=_PAGE)
-        found = next((c for c in page.items if c.mode == "reconcile" and c.command == "apply"), None)
-        if found is not None or page.next_cursor is None:
-            return found
-        cursor = page.next_cursor
-
-
 def modified(store: Datastore, stack: str, since: CommandRecord | None = None) -> list[ResourceVersion]:
     """The latest version of each resource changed in ``stack`` since its last reconcile (``since``, looked
     up when not given); none when the stack was never reconciled."""
-    last = since or last_reconcile(store, stack)
+    last = since or store.last_reconcile(stack)
     if last is None:
         return []
     latest: dict[str, ResourceVersion] = {}
@@ -73,7 +54,7 @@ def out_of_band(store: Datastore, changed: list[ResourceVersion]) -> set[str]:
 
 def drift(store: Datastore, stack: str) -> list[Drifted]:
     """The stack's modifications with their baselines (the state the last reconcile left)."""
-    last = last_reconcile(store, stack)
+    last = store.last_reconcile(stack)
     if last is None:
         return []
     out: list[Drifted] = []

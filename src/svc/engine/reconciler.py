@@ -25,7 +25,7 @@ from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, RESOURCE_FIELDS, parse_query
 from svc.engine.background import PeriodicJob
 from svc.engine.command_records import change_of, stored_change
-from svc.engine.drift import drift, last_reconcile
+from svc.engine.drift import drift
 from svc.engine.errors import ConflictingCommands, EngineError, ReconcilePolicyRequired
 from svc.engine.policy_store import (
     PAGE,
@@ -153,7 +153,7 @@ class AutoReconciler(PeriodicJob):
                 continue
             intervals[stack.label] = max(policy.interval, timedelta(seconds=1))
             changed = policy.record.updated_at
-            last = last_reconcile(store, stack.label)
+            last = store.last_reconcile(stack.label)
             anchors[stack.label] = max(changed, (last.end_ts or last.start_ts) if last is not None else changed)
         with self._guard:
             self._intervals = intervals
