@@ -8,7 +8,9 @@ that has grown fields. It serves canned JSON over real HTTP to the real client."
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,6 +19,8 @@ from typing import Any
 import pytest
 
 from svc import __version__
+from svc.cli.client import Connecting
+from svc.cli.errors import CliError
 from svc.cli.main import main
 
 COMMAND = {"CommandId": "2Yc0mmand", "Command": "apply", "Mode": "reconcile", "State": "Success",
@@ -140,3 +144,55 @@ def test_an_agent_whose_health_does_not_name_this_version_is_checked_by_its_stat
     assert capsys.readouterr().err == (f"Error: CLI version {__version__} does not match agent version 0.0.1; "
                                        "run: svc upgrade --version 0.0.1\n")
     assert answers.asked == ["/api/v1/health", "/api/v1/stats"]
+
+
+def _asked_within(answers: Answers, count: int, seconds: float = 10.0) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while len(answers.asked) < count and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return list(answers.asked)
+
+
+def test_connecting_meanwhile_checks_the_agent_before_the_client_is_asked_for(agent: tuple[Answers, Path]) -> None:
+    """A forma command connects while its forma evaluates: the agent's version is checked before the command asks
+    for the client, which then needs no other request."""
+    answers, config = agent
+    answers.by_path["/api/v1/health"] = {"Version": __version__, "Role": "leader", "AgentId": "agent-1"}
+    connecting = Connecting(config)
+    assert _asked_within(answers, 1) == ["/api/v1/health"]
+    with connecting.client():
+        assert answers.asked == ["/api/v1/health"]
+
+
+def test_connecting_meanwhile_leaves_any_other_answer_to_connect(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """An agent of another version: the thread says nothing and asks no more; the command learns it when it asks
+    for the client, with ``connect``'s own check and message."""
+    answers, config = agent
+    answers.by_path["/api/v1/health"] = {"Version": "0.0.1", "Role": "leader"}
+    answers.by_path["/api/v1/stats"] = {"Version": "0.0.1"}
+    connecting = Connecting(config)
+    assert _asked_within(answers, 1) == ["/api/v1/health"]
+    time.sleep(0.05)
+    assert answers.asked == ["/api/v1/health"] and capsys.readouterr().err == ""
+    with pytest.raises(CliError, match="run: svc upgrade --version 0.0.1"):
+        connecting.client()
+    assert answers.asked == ["/api/v1/health", "/api/v1/health", "/api/v1/stats"]
+
+
+def test_connecting_meanwhile_to_no_agent_says_nothing_until_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """No agent: nothing is said while the forma evaluates (a forma error would then be the command's one line);
+    asked for the client, the command retries and fails as ``connect`` does."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    config = tmp_path / "cli.pkl"
+    config.write_text(f'amends "svc:/Config.pkl"\ncli {{ api {{ url = "http://127.0.0.1"; port = {port} }} }}\n')
+    monkeypatch.setenv("SVC_RETRY_FOR", "0.3")
+    connecting = Connecting(config)
+    time.sleep(0.5)
+    assert capsys.readouterr().err == ""
+    with pytest.raises(CliError, match="is not running"):
+        connecting.client()
+    assert "retrying for up to" in capsys.readouterr().err

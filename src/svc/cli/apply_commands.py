@@ -28,14 +28,13 @@ import typer
 
 from svc.cli import agent_api
 from svc.cli.agent_errors import AgentRefused, moved_listing
-from svc.cli.client import AgentClient, connect
+from svc.cli.client import AgentClient, Connecting
 from svc.cli.common import ConfigOption, given_options
 from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.plan_files import SavedPlan, is_saved_plan, read_plan
-from svc.config import cli_config
 from svc.model.wire import ListCommandStatusResponse, SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
@@ -82,11 +81,14 @@ def apply_command(
     (svc plan -o), apply exactly it, or nothing if the inventory moved since it was made."""
     if is_saved_plan(file):
         submission = _saved_submission(ctx, file, read_plan(file), yes, wait)
-        raise typer.Exit(_run(config, submission, output_consumer, output_schema))
+        _check_confirmable(submission.command, output_consumer, yes=yes, simulate=False)
+        raise typer.Exit(_run(Connecting(config), submission, output_consumer, output_schema))
+    _check_confirmable("apply", output_consumer, yes=yes, simulate=simulate)
+    connecting = Connecting(config)
     forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value)
     submission = Submission("apply", f"svc apply --mode {mode.value} {file}", forma.to_wire(),
                             {"mode": mode.value, "force": force}, simulate, yes, wait)
-    raise typer.Exit(_run(config, submission, output_consumer, output_schema))
+    raise typer.Exit(_run(connecting, submission, output_consumer, output_schema))
 
 
 def destroy_command(
@@ -108,15 +110,17 @@ def destroy_command(
     query = query.strip()
     if (file is None) == (not query):
         raise CliError("give destroy either a forma file or --query, not both and not neither")
+    if file is None and ctx.args:
+        raise CliError(f"unexpected arguments {' '.join(ctx.args)}; forma properties need a forma file")
+    _check_confirmable("destroy", output_consumer, yes=yes, simulate=simulate)
+    connecting = Connecting(config)
     forma = None
     if file is not None:
         forma = evaluate_with_flags(file, ctx.args, command="destroy", mode="reconcile").to_wire()
-    elif ctx.args:
-        raise CliError(f"unexpected arguments {' '.join(ctx.args)}; forma properties need a forma file")
     title = f"svc destroy {file}" if file is not None else f"svc destroy --query '{query}'"
     submission = Submission("destroy", title, forma, {"query": query, "on_dependents": on_dependents.value},
                             simulate, yes, wait)
-    raise typer.Exit(_run(config, submission, output_consumer, output_schema))
+    raise typer.Exit(_run(connecting, submission, output_consumer, output_schema))
 
 
 def _saved_submission(ctx: typer.Context, file: Path, saved: SavedPlan, yes: bool, wait: bool) -> Submission:
@@ -132,11 +136,16 @@ def _saved_submission(ctx: typer.Context, file: Path, saved: SavedPlan, yes: boo
                       wait=wait, expected_plan=saved.plan.Fingerprint)
 
 
-def _run(config: Path | None, submission: Submission, consumer: Consumer, schema: Schema) -> int:
-    if consumer is Consumer.machine and not (submission.yes or submission.simulate):
-        raise CliError(f"{submission.command} in machine mode cannot ask for confirmation; pass --yes to go ahead, "
+def _check_confirmable(command: str, consumer: Consumer, *, yes: bool, simulate: bool) -> None:
+    """Refuses, before anything is evaluated or asked of the agent, a command that would have to ask for a
+    confirmation nobody can give."""
+    if consumer is Consumer.machine and not (yes or simulate):
+        raise CliError(f"{command} in machine mode cannot ask for confirmation; pass --yes to go ahead, "
                        "or --simulate to only see the plan")
-    client = connect(cli_config(config))
+
+
+def _run(connecting: Connecting, submission: Submission, consumer: Consumer, schema: Schema) -> int:
+    client = connecting.client()
     stop_shared_server(wait=False)  # evaluating is over; the agent may need this machine's CPUs for the command
     with client:
         if consumer is Consumer.machine:

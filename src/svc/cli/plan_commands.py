@@ -16,14 +16,13 @@ import typer
 from svc.cli import agent_api
 from svc.cli.agent_errors import AgentRefused
 from svc.cli.apply_commands import ForceOption, ModeOption, OnDependents
-from svc.cli.client import connect
+from svc.cli.client import Connecting
 from svc.cli.common import ConfigOption, given_options
 from svc.cli.drift import explain_drift
 from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.plan_files import SavedPlan, plan_title, write_plan
-from svc.config import cli_config
 from svc.model.wire import SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
@@ -57,10 +56,11 @@ def plan_command(
         raise CliError("--on-dependents: how a destroy treats what depends on it; use it with --destroy")
     command = "destroy" if destroy else "apply"
     dependents = on_dependents.value if destroy else None
+    connecting = Connecting(config)
     forma = evaluate_with_flags(file, ctx.args, command=command, mode="reconcile" if destroy else mode.value)
     title = plan_title(str(file), mode.value, force, dependents)
     fields = {"on_dependents": dependents} if destroy else {"mode": mode.value, "force": force}
-    client = connect(cli_config(config))
+    client = connecting.client()
     stop_shared_server(wait=False)  # evaluating is over
     with client:
         try:
