@@ -68,6 +68,20 @@ def test_an_unchanged_forma_is_evaluated_once(forma: Path, renders: list[Path]) 
     assert len(renders) == 4
 
 
+def test_what_the_caller_does_meanwhile_starts_only_when_pkl_evaluates(forma: Path, renders: list[Path]) -> None:
+    """``meanwhile`` (a command connecting to its agent) begins just before Pkl's evaluation, and never for a kept
+    one, where there is nothing to wait for."""
+    calls: list[int] = []
+
+    def meanwhile() -> None:
+        calls.append(len(renders))
+
+    render_forma(forma, meanwhile=meanwhile)
+    assert calls == [0] and len(renders) == 1
+    render_forma(forma, meanwhile=meanwhile)
+    assert calls == [0] and len(renders) == 1
+
+
 def test_an_edit_of_the_forma_or_of_a_module_it_imports_is_evaluated(forma: Path, renders: list[Path]) -> None:
     assert index_path(forma) == "index.html"
     forma.write_text(FORMA.replace('content = "hello"', 'content = "hi"'))

@@ -154,14 +154,20 @@ def _asked_within(answers: Answers, count: int, seconds: float = 10.0) -> list[s
 
 
 def test_connecting_meanwhile_checks_the_agent_before_the_client_is_asked_for(agent: tuple[Answers, Path]) -> None:
-    """A forma command connects while its forma evaluates: the agent's version is checked before the command asks
-    for the client, which then needs no other request."""
+    """A forma command connects while Pkl evaluates its forma: the agent's version is checked before the command
+    asks for the client, which then needs no other request. Never started (a kept evaluation), it connects when
+    asked."""
     answers, config = agent
     answers.by_path["/api/v1/health"] = {"Version": __version__, "Role": "leader", "AgentId": "agent-1"}
     connecting = Connecting(config)
+    connecting.start()  # as Pkl starts evaluating the forma
     assert _asked_within(answers, 1) == ["/api/v1/health"]
     with connecting.client():
         assert answers.asked == ["/api/v1/health"]
+    time.sleep(0.05)
+    assert answers.asked == ["/api/v1/health"]
+    with Connecting(config).client():
+        assert answers.asked == ["/api/v1/health", "/api/v1/health"]
 
 
 def test_connecting_meanwhile_leaves_any_other_answer_to_connect(
@@ -172,6 +178,7 @@ def test_connecting_meanwhile_leaves_any_other_answer_to_connect(
     answers.by_path["/api/v1/health"] = {"Version": "0.0.1", "Role": "leader"}
     answers.by_path["/api/v1/stats"] = {"Version": "0.0.1"}
     connecting = Connecting(config)
+    connecting.start()
     assert _asked_within(answers, 1) == ["/api/v1/health"]
     time.sleep(0.05)
     assert answers.asked == ["/api/v1/health"] and capsys.readouterr().err == ""
@@ -191,6 +198,7 @@ def test_connecting_meanwhile_to_no_agent_says_nothing_until_asked(
     config.write_text(f'amends "svc:/Config.pkl"\ncli {{ api {{ url = "http://127.0.0.1"; port = {port} }} }}\n')
     monkeypatch.setenv("SVC_RETRY_FOR", "0.3")
     connecting = Connecting(config)
+    connecting.start()
     time.sleep(0.5)
     assert capsys.readouterr().err == ""
     with pytest.raises(CliError, match="is not running"):

@@ -85,7 +85,7 @@ def apply_command(
         raise typer.Exit(_run(Connecting(config), submission, output_consumer, output_schema))
     _check_confirmable("apply", output_consumer, yes=yes, simulate=simulate)
     connecting = Connecting(config)
-    forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value)
+    forma = evaluate_with_flags(file, ctx.args, command="apply", mode=mode.value, meanwhile=connecting.start)
     submission = Submission("apply", f"svc apply --mode {mode.value} {file}", forma.to_wire(),
                             {"mode": mode.value, "force": force}, simulate, yes, wait)
     raise typer.Exit(_run(connecting, submission, output_consumer, output_schema))
@@ -116,7 +116,8 @@ def destroy_command(
     connecting = Connecting(config)
     forma = None
     if file is not None:
-        forma = evaluate_with_flags(file, ctx.args, command="destroy", mode="reconcile").to_wire()
+        forma = evaluate_with_flags(file, ctx.args, command="destroy", mode="reconcile",
+                                    meanwhile=connecting.start).to_wire()
     title = f"svc destroy {file}" if file is not None else f"svc destroy --query '{query}'"
     submission = Submission("destroy", title, forma, {"query": query, "on_dependents": on_dependents.value},
                             simulate, yes, wait)

@@ -243,29 +243,38 @@ def connect(config: CliConfig, *, retrying: bool = True) -> AgentClient:
 
 
 
+
 class Connecting:
-    """``connect(cli_config(path))``, begun on a thread of its own while the command evaluates its forma: the config
-    is read and the agent's version checked while Pkl works, not after (6 to 12 ms of an apply). The thread takes
-    only the quiet way, an agent of this version answering its first ``GET /health``; anything else (an agent down,
-    of another version, a bad config) is left to ``client()``, which meets and says it as ``connect`` does, after
-    the forma (whose own error, if any, is the one a command reports: it never asks). A daemon thread: it holds no
-    process that ends first."""
+    """``connect(cli_config(path))``, which a command that evaluates its forma may begin (``start``) on a thread of
+    its own once Pkl starts working: the config is read and the agent's version checked while Pkl evaluates, not
+    after (6 to 12 ms of an apply). Not started (a kept evaluation: nothing to wait for, and a thread would only
+    take turns with the command), ``client()`` connects then. The thread takes only the quiet way, an agent of this
+    version answering its first ``GET /health``; anything else (an agent down, of another version, a bad config) is
+    left to ``client()``, which meets and says it as ``connect`` does, after the forma (whose own error, if any, is
+    the one a command reports: it never asks). A daemon thread: it holds no process that ends first."""
 
     def __init__(self, path: Path | None) -> None:
-        self._ready: Future[tuple[CliConfig, AgentClient | None]] = Future()
-        threading.Thread(target=self._begin, args=(path,), name="svc connects", daemon=True).start()
+        self._path = path
+        self._ready: Future[tuple[CliConfig, AgentClient | None]] | None = None
 
-    def _begin(self, path: Path | None) -> None:
+    def start(self) -> None:
+        if self._ready is None:
+            self._ready = Future()
+            threading.Thread(target=self._begin, args=(self._ready,), name="svc connects", daemon=True).start()
+
+    def _begin(self, ready: Future[tuple[CliConfig, AgentClient | None]]) -> None:
         try:
-            config = cli_config(path)
+            config = cli_config(self._path)
             client = AgentClient(config)
-            if not client.answers_now():
+            answered = client.answers_now()
+            if not answered:
                 client.close()
-                client = None
-            self._ready.set_result((config, client))
+            ready.set_result((config, client if answered else None))
         except BaseException as error:  # noqa: BLE001 - handed to whoever asks for the client
-            self._ready.set_exception(error)
+            ready.set_exception(error)
 
     def client(self) -> AgentClient:
+        if self._ready is None:
+            return connect(cli_config(self._path))
         config, client = self._ready.result()
         return client if client is not None else connect(config)

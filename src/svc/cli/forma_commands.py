@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -75,10 +75,13 @@ def parse_property_flags(properties: Mapping[str, Property], args: Sequence[str]
     }
 
 
-def evaluate_with_flags(file: Path, args: Sequence[str], *, command: str, mode: str) -> RenderedForma:
-    """Evaluates a forma with its property flags taken from ``args`` (what apply and destroy use too)."""
+def evaluate_with_flags(file: Path, args: Sequence[str], *, command: str, mode: str,
+                        meanwhile: Callable[[], object] | None = None) -> RenderedForma:
+    """Evaluates a forma with its property flags taken from ``args`` (what apply and destroy use too);
+    ``meanwhile``: as for ``render_forma``."""
     try:
-        return evaluate_with_arguments(file, args, parse_property_flags, command=command, mode=mode)
+        return evaluate_with_arguments(file, args, parse_property_flags, command=command, mode=mode,
+                                       meanwhile=meanwhile)
     except FormaError as exc:
         raise CliError(str(exc)) from exc
 

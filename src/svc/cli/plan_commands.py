@@ -57,7 +57,8 @@ def plan_command(
     command = "destroy" if destroy else "apply"
     dependents = on_dependents.value if destroy else None
     connecting = Connecting(config)
-    forma = evaluate_with_flags(file, ctx.args, command=command, mode="reconcile" if destroy else mode.value)
+    forma = evaluate_with_flags(file, ctx.args, command=command, mode="reconcile" if destroy else mode.value,
+                                meanwhile=connecting.start)
     title = plan_title(str(file), mode.value, force, dependents)
     fields = {"on_dependents": dependents} if destroy else {"mode": mode.value, "force": force}
     client = connecting.client()

@@ -40,13 +40,13 @@ def read_flags(args: Sequence[str]) -> dict[str, str]:
     return flags
 
 
-def evaluate_with_arguments(path: Path, args: Sequence[str], parse: FlagParser, *, command: str,
-                            mode: str) -> RenderedForma:
+def evaluate_with_arguments(path: Path, args: Sequence[str], parse: FlagParser, *, command: str, mode: str,
+                            meanwhile: Callable[[], object] | None = None) -> RenderedForma:
     """The forma at ``path`` evaluated with the property flags that ``parse`` reads in ``args``: once, unless
-    the arguments read plainly are not what ``parse`` makes of them."""
+    the arguments read plainly are not what ``parse`` makes of them. ``meanwhile``: as for ``render_forma``."""
     read = read_flags(args)
     try:
-        forma = render_forma(path, command=command, mode=mode, flags=read)
+        forma = render_forma(path, command=command, mode=mode, flags=read, meanwhile=meanwhile)
     except FormaError:
         # The arguments' own error comes first (a required flag left out may be what made the forma fail), from
         # the declarations alone, which render even when the rest of the forma does not.
@@ -57,4 +57,4 @@ def evaluate_with_arguments(path: Path, args: Sequence[str], parse: FlagParser, 
         parsed = parse(forma.properties, args)
         if parsed == read:
             return forma
-    return render_forma(path, command=command, mode=mode, flags=parsed)
+    return render_forma(path, command=command, mode=mode, flags=parsed, meanwhile=meanwhile)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -116,10 +116,13 @@ def evaluate_forma(
 
 
 def render_forma(
-    path: Path, *, command: str = "eval", mode: str = "reconcile", flags: Mapping[str, str] | None = None
+    path: Path, *, command: str = "eval", mode: str = "reconcile", flags: Mapping[str, str] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> RenderedForma:
     """Evaluates the forma at ``path``; ``flags`` are the CLI property values. A forma evaluated before with the
-    same values, whose files have not changed since, is not evaluated again (``evaluation_cache``)."""
+    same values, whose files have not changed since, is not evaluated again (``evaluation_cache``). ``meanwhile``
+    is called as Pkl is about to evaluate (never when a kept evaluation serves): what the caller can do while Pkl
+    works."""
     if not path.is_file():
         raise FormaError(f"forma file {path} does not exist")
     properties = {**(flags or {}), "$cmd": command, "$mode": mode}
@@ -130,6 +133,8 @@ def render_forma(
     environment = _environment(path)
     files = cache.files(environment.project) if cache is not None else None
     descriptors = DescriptorCache.open(environment.project)
+    if meanwhile is not None:
+        meanwhile()
     document = _render(path, environment, {**properties, CACHED_CLASSES: "\n".join(descriptors.offered())})
     if "Resources" not in document or not isinstance(document.get(LISTED_SCHEMAS, []), list):
         raise FormaError(_NOT_A_FORMA.format(path=path))
