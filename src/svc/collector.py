@@ -14,11 +14,15 @@ destroy's (``docs/performance.md``). Hence:
   answer, and their cycles with the next young collection: frozen, they piled up until a full collection of the
   whole heap (a third of a second at 1,000 resources) every few no-op plans;
 * what was frozen comes back into the collector's sight once the frozen objects have grown by half since the
-  last time (``settle``, when a command ends and before a submission): one full collection then frees the cycles
-  that died frozen, and freezes what lives. A cycle made during a submission (an exception's traceback, say)
-  waits for that; the growth bounds the memory it can hold. The growth is counted as objects are frozen (the
-  young generation's count, which the paused collector left growing), never by ``gc.get_freeze_count()``: that
-  walks the whole frozen list, 100 ms of every submission's CPU in an agent holding a 1,000-resource stack.
+  last time (``settle``, called once the agent is idle: no command running, none being admitted, for a moment):
+  one full collection then frees the cycles that died frozen, and freezes what lives. It walks every object the
+  agent holds (0.13 s in one holding a stack of 100 resources and some history), which on the path of a command's
+  last answer, or of the next submission, was a pause a user waited for every few dozen commands. A cycle made
+  during a submission (an exception's traceback, say) waits for that; the growth bounds the memory it can hold,
+  and an agent never idle long enough collects at a submission's start once the frozen objects have tripled
+  (``OVERDUE_GROWTH``). The growth is counted as objects are frozen (the young generation's count, which the
+  paused collector left growing), never by ``gc.get_freeze_count()``: that walks the whole frozen list, 100 ms of
+  every submission's CPU in an agent holding a 1,000-resource stack.
 
 ``admitting`` and ``settle`` do nothing in a process that did not ``tune_collector`` (a test embedding the
 engine keeps CPython's collector as it is).
@@ -39,8 +43,9 @@ log = logging.getLogger("svc.collector")
 THRESHOLDS = (50_000, 20, 10)
 
 # How much the frozen objects may grow, as a share of what was frozen at the last settle, before they are
-# collected again.
+# collected again once the agent is idle; and before they are collected at a submission's start, idle or not.
 SETTLE_GROWTH = 0.5
+OVERDUE_GROWTH = 2.0
 
 
 class _Policy:
@@ -49,6 +54,7 @@ class _Policy:
     resume = True  # whether the collector was on when the first of them began
     started = False  # whether one of them started a command
     settled = 0  # objects frozen after the last settle
+    admitted_at = 0.0  # time.monotonic() when the last submission's admission ended
     grown = 0  # objects frozen since (about: what the young generation had counted when each freeze came)
 
 
@@ -85,7 +91,7 @@ def admitting() -> Iterator[Admitted]:
         yield admitted
         return
     if _policy.admitting == 0:
-        settle()
+        settle(growth=OVERDUE_GROWTH)
         _policy.resume = gc.isenabled()
         gc.disable()
     _policy.admitting += 1
@@ -93,6 +99,7 @@ def admitting() -> Iterator[Admitted]:
         yield admitted
     finally:
         _policy.admitting -= 1
+        _policy.admitted_at = time.monotonic()
         _policy.started = _policy.started or admitted.started
         if _policy.admitting == 0:
             if _policy.started:
@@ -103,10 +110,15 @@ def admitting() -> Iterator[Admitted]:
                 gc.enable()
 
 
-def settle() -> None:
+def since_admission() -> float:
+    """Seconds since a submission was last admitted here (0 while one is)."""
+    return 0.0 if _policy.admitting else time.monotonic() - _policy.admitted_at
+
+
+def settle(*, growth: float = SETTLE_GROWTH) -> None:
     """One full collection of everything, then everything frozen again, once the frozen objects have grown by
-    ``SETTLE_GROWTH`` since the last time (never while a submission is being admitted)."""
-    if not _policy.tuned or _policy.admitting or _policy.grown <= _policy.settled * SETTLE_GROWTH:
+    ``growth`` since the last time (never while a submission is being admitted)."""
+    if not _policy.tuned or _policy.admitting or _policy.grown <= _policy.settled * growth:
         return
     started, frozen = time.perf_counter(), _policy.settled + _policy.grown
     gc.unfreeze()

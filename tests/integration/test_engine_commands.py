@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -452,5 +453,26 @@ def test_secrets_are_stored_only_as_hashes(env: Env):
                            {"Name": "bkt-1", "ApiKey": {"$value": "new-key", "$visibility": "Opaque"}})
         assert (await applied(engine, env.forma(rotated, server))).State == "Success"
         assert env.cloud.get("bkt-1")["properties"]["ApiKey"] == "new-key"
+
+    env.run(scenario)
+
+
+def test_the_collector_settles_once_the_agent_is_idle_not_as_a_command_ends(env: Env, monkeypatch) -> None:
+    """What a command's end leaves to the collector (``svc.collector.settle``: a full collection, 0.1 s and more)
+    waits until no command has run for ``SETTLE_AFTER_IDLE``: on the path of the command's last answer, or of the
+    next submission, it was a pause users waited for."""
+    from svc.engine import runs
+
+    settled: list[datetime] = []
+    monkeypatch.setattr(runs, "settle", lambda: settled.append(datetime.now(UTC)))
+    monkeypatch.setattr(runs, "SETTLE_AFTER_IDLE", 0.3)
+
+    async def scenario(engine: Engine) -> None:
+        view = await applied(engine, env.forma(item("a", "1")))
+        deadline = time.monotonic() + 10
+        while not settled and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert len(settled) == 1, settled
+        assert (settled[0] - view.EndTs).total_seconds() >= 0.29
 
     env.run(scenario)

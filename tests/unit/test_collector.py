@@ -107,6 +107,30 @@ print(json.dumps({"frozen": frozen_survives, "small": small_growth_survives, "se
     assert seen["frozen"] and seen["small"] and seen["settled"]
 
 
+def test_a_submission_collects_first_only_what_is_overdue() -> None:
+    """The full collection waits for the agent to be idle (``settle``); a submission's start collects only once the
+    frozen objects have tripled, the bound on what an agent never idle can hold."""
+    seen = _run("""
+tune_collector()
+with admitting() as admitted:
+    dead = cycle()
+    admitted.started = True
+with admitting() as admitted:
+    kept = [[] for _ in range(gc.get_freeze_count())]  # the frozen objects double: due when idle
+    admitted.started = True
+with admitting():
+    pass
+survives_a_submission = dead() is not None
+with admitting() as admitted:
+    more = [[] for _ in range(2 * gc.get_freeze_count())]  # and more than triple: overdue
+    admitted.started = True
+with admitting():
+    pass
+print(json.dumps({"survived": survives_a_submission, "overdue": dead() is None, "kept": len(kept) + len(more)}))
+""")
+    assert seen["survived"] and seen["overdue"]
+
+
 def test_a_process_that_did_not_tune_the_collector_keeps_it_as_it_is() -> None:
     seen = _run("""
 with admitting():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from svc.collector import settle
+from svc.collector import settle, since_admission
 from svc.datastore.interface import Datastore
 from svc.datastore.outage import patiently
 from svc.engine.change_execution import Steps
@@ -23,6 +23,9 @@ from svc.model.records import CommandRecord
 from svc.model.states import TERMINAL_COMMAND_STATES, CommandState
 from svc.telemetry import traced_command
 
+# How long the agent must have run no command before the collector walks what it holds (``_settle_when_idle``).
+SETTLE_AFTER_IDLE = 1.0
+
 
 class Runs:
     def __init__(self, store: Datastore, writer: BatchWriter, gateway: PluginGateway) -> None:
@@ -32,6 +35,8 @@ class Runs:
         self.detached: set[asyncio.Task[None]] = set()
         self._runs: dict[str, CommandRun] = {}
         self._tasks: dict[str, asyncio.Task[str]] = {}
+        self._settling: asyncio.TimerHandle | None = None  # settle() when the agent is idle (_settle_when_idle)
+        self._ended_at = 0.0  # loop time of the last run's end
 
     def launch(self, command_id: str, graph: Graph, nodes: dict[str, Node], command: CommandRecord | None = None,
                *, recovered: bool = False) -> CommandRun:
@@ -49,11 +54,28 @@ class Runs:
             self._runs.pop(command_id, None)
             self._tasks.pop(command_id, None)
             run.dispatched.set()  # a task canceled before it ran never set it
-            # Once the run is dropped (after this callback): its frozen objects are garbage now.
-            asyncio.get_running_loop().call_soon(settle)
+            self._settle_when_idle()  # its frozen objects are garbage now
 
         task.add_done_callback(forget)
         return run
+
+    def _settle_when_idle(self) -> None:
+        """``svc.collector.settle`` once no command has run and no submission been admitted here for
+        ``SETTLE_AFTER_IDLE`` seconds: off the path of a command's last answer and of the next submission."""
+        loop = asyncio.get_running_loop()
+        self._ended_at = loop.time()
+        if self._settling is not None:
+            return
+
+        def when_idle() -> None:
+            quiet = 0.0 if self._runs else min(loop.time() - self._ended_at, since_admission())
+            if quiet < SETTLE_AFTER_IDLE:
+                self._settling = loop.call_later(SETTLE_AFTER_IDLE - quiet, when_idle)
+            else:
+                self._settling = None
+                settle()
+
+        self._settling = loop.call_later(SETTLE_AFTER_IDLE, when_idle)
 
     def run(self, command_id: str) -> CommandRun | None:
         return self._runs.get(command_id)
@@ -109,4 +131,6 @@ class Runs:
         tasks = [*self._tasks.values(), *self.detached]
         for task in tasks:
             task.cancel()
+        if self._settling is not None:
+            self._settling.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
