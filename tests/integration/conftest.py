@@ -166,3 +166,13 @@ def datastore(datastore_config_for_backend: DatastoreConfig) -> Iterator[Datasto
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def second(datastore_config_for_backend: DatastoreConfig) -> Iterator[Datastore]:
+    """Another datastore object on the same database: another agent, with its own connections."""
+    store = open_datastore(datastore_config_for_backend)
+    try:
+        yield store
+    finally:
+        store.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,16 +30,6 @@ SHORT = 0.2  # seconds: a lease a test waits out
 
 def _expire(seconds: float = SHORT) -> None:
     time.sleep(seconds + 0.1)
-
-
-@pytest.fixture
-def second(datastore_config_for_backend: DatastoreConfig) -> Iterator[Datastore]:
-    """Another datastore object on the same database: another agent, with its own connections."""
-    store = open_datastore(datastore_config_for_backend)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 # -- the lease -------------------------------------------------------------------------------------------------

@@ -258,7 +258,13 @@ class LeaseHolder:
 
     def _lost(self, found_epoch: int | None) -> None:
         """Another agent took the lease over: this one exits before anything it holds acts again. Called from the
-        datastore's threads too (a fenced write that found another epoch)."""
+        datastore's threads too (a fenced write that found another epoch). A write that began before this agent
+        released its lease in a hand-over, and checked the lease after, finds its own epoch released: refused, as
+        every write after the release must be, but no lease was lost, and the hand-over goes on to a clean exit
+        (exiting with ``EXIT_LEASE_LOST`` told a supervisor the agent had been cut off)."""
+        if self._handing_over and found_epoch is not None and found_epoch == self._epoch:
+            log.info("a write begun before this agent handed the lease over (epoch %d) was refused", found_epoch)
+            return
         log.error("another agent took the lease over (epoch %s; this agent held %s): stopping at once, with exit "
                   "status %d, so that nothing this agent still holds in memory acts; start it again to follow",
                   found_epoch if found_epoch is not None else "newer", self._epoch, EXIT_LEASE_LOST)
