@@ -159,20 +159,20 @@ def datastore_config_for_backend(request: pytest.FixtureRequest, tmp_path: Path)
     yield from BACKEND_CONFIGS[request.param](request, tmp_path)
 
 
-@pytest.fixture
-def datastore(datastore_config_for_backend: DatastoreConfig) -> Iterator[Datastore]:
-    store = open_datastore(datastore_config_for_backend)
+def _opened(config: DatastoreConfig) -> Iterator[Datastore]:
+    store = open_datastore(config)
     try:
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def datastore(datastore_config_for_backend: DatastoreConfig) -> Iterator[Datastore]:
+    yield from _opened(datastore_config_for_backend)
 
 
 @pytest.fixture
 def second(datastore_config_for_backend: DatastoreConfig) -> Iterator[Datastore]:
     """Another datastore object on the same database: another agent, with its own connections."""
-    store = open_datastore(datastore_config_for_backend)
-    try:
-        yield store
-    finally:
-        store.close()
+    yield from _opened(datastore_config_for_backend)
