@@ -242,8 +242,6 @@ def connect(config: CliConfig, *, retrying: bool = True) -> AgentClient:
     return client
 
 
-
-
 class Connecting:
     """``connect(cli_config(path))``, which a command that evaluates its forma may begin (``start``) on a thread of
     its own once Pkl starts working: the config is read and the agent's version checked while Pkl evaluates, not
