@@ -175,20 +175,16 @@ class AgentClient:
         the inventory). An answer that does not name this CLI's version (an agent of another version, one from
         before ``/health`` named it, a server that is no svc agent) is told apart by ``GET /stats``, whose check
         says what to do."""
-        response = self.request("GET", "/health")
-        document = _json_document(response) if response.status_code == 200 else None
-        if not (isinstance(document, dict) and document.get("Version") == __version__):
+        if not _names_this_version(self.request("GET", "/health")):
             self.stats()
 
     def answers_now(self) -> bool:
         """Whether a svc agent of exactly the CLI's version answers ``GET /health`` at the first try; nothing is
         retried or said (``check_agent``, which does both, is the way to learn what else answers)."""
         try:
-            response = self._http.request("GET", API_PREFIX + "/health")
+            return _names_this_version(self._http.request("GET", API_PREFIX + "/health"))
         except TransportError:
             return False
-        document = _json_document(response) if response.status_code == 200 else None
-        return isinstance(document, dict) and document.get("Version") == __version__
 
     def stats(self) -> StatsView:
         """``GET /stats``, after the strict version check (on the bare document: an agent of another version may
@@ -207,6 +203,12 @@ class AgentClient:
                            f"{response.text[:200]}")
         check_version(document.get("Version"))
         return decode(StatsView, document, "GET /stats")
+
+
+def _names_this_version(health: Response) -> bool:
+    """Whether an answer to ``GET /health`` names a svc agent of exactly the CLI's version."""
+    document = _json_document(health) if health.status_code == 200 else None
+    return isinstance(document, dict) and document.get("Version") == __version__
 
 
 def _json_document(response: Response) -> Any:
