@@ -54,8 +54,8 @@ class _Policy:
     resume = True  # whether the collector was on when the first of them began
     started = False  # whether one of them started a command
     settled = 0  # objects frozen after the last settle
-    admitted_at = 0.0  # time.monotonic() when the last submission's admission ended
     grown = 0  # objects frozen since (about: what the young generation had counted when each freeze came)
+    admitted_at = 0.0  # time.monotonic() when the last submission's admission ended
 
 
 class Admitted:

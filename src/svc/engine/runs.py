@@ -60,8 +60,8 @@ class Runs:
         return run
 
     def _settle_when_idle(self) -> None:
-        """``svc.collector.settle`` once no command has run and no submission been admitted here for
-        ``SETTLE_AFTER_IDLE`` seconds: off the path of a command's last answer and of the next submission."""
+        """Called as a run ends: ``svc.collector.settle`` once no command has run and no submission been admitted
+        here for ``SETTLE_AFTER_IDLE`` seconds, off the path of a command's last answer and of the next submission."""
         loop = asyncio.get_running_loop()
         self._ended_at = loop.time()
         if self._settling is not None:
