@@ -18,6 +18,7 @@ import pytest
 
 from support.fake_world import ENV, World, submit, wait_running
 from support.processes import SVC, run_svc
+from svc.cli.server import SPARE_NAME
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
 ITEMS = "".join(f'new item.Item {{ label = "i{n}"; value = "v{n}" }}\n' for n in range(3))
@@ -47,9 +48,24 @@ class Server:
             time.sleep(0.05)
         assert self.socket is not None, self.log()
 
-    def workers(self) -> list[int]:
+    def children(self) -> list[int]:
         return [int(pid) for task in Path(f"/proc/{self.pid}/task").iterdir()
                 for pid in (task / "children").read_text().split()]
+
+    def workers(self) -> list[int]:
+        """The children running a command: not the spare, which waits for the next one."""
+        return [pid for pid in self.children() if not _named(pid, SPARE_NAME)]
+
+    def spare(self, within: float = 30) -> int:
+        """The spare worker, once the server has forked it."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            spares = [pid for pid in self.children() if _named(pid, SPARE_NAME)]
+            if spares:
+                [spare] = spares
+                return spare
+            time.sleep(0.02)
+        raise AssertionError(f"no spare worker after {within} s: {self.log()}")
 
     def log(self) -> str:
         return "".join(path.read_text() for path in self.directory.glob("cli-*.log"))
@@ -66,6 +82,13 @@ def server(tmp_path: Path) -> Iterator[Server]:
             os.kill(server.pid, signal.SIGTERM)
         except (OSError, ValueError):
             pass
+
+
+def _named(pid: int, name: bytes) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_bytes().strip() == name
+    except OSError:
+        return False
 
 
 def _gone(pid: int, within: float = 30) -> bool:
@@ -144,6 +167,25 @@ def test_the_command_runs_in_a_worker_of_the_server_which_passes_its_exit_code(w
     assert f"apply {command_id} succeeded." in out, out
     failed = world.svc("command", "status", "2ZnoSuchCommand", env=server.env)
     assert failed.returncode == 1 and failed.stderr.startswith("Error: command not found"), failed.stderr
+
+
+def test_each_command_runs_in_the_spare_forked_before_it(world: World, server: Server) -> None:
+    """The server keeps the next command's worker forked ahead (a spare, its page faults taken ahead): the command
+    runs in it, the server forks the next spare once it has ended, and a server leaving takes its spare along."""
+    server.start()
+    spare = server.spare()
+    with _following(world, server) as (_, follower):
+        assert server.workers() == [spare]
+        out, err = _released(world, follower)
+    assert follower.returncode == 0, out + err
+    assert _gone(spare)
+    following = server.spare()
+    assert following != spare
+    assert run_svc("--version", env=server.env).stdout.startswith("svc version")
+    assert _gone(following)
+    last = server.spare()
+    os.kill(server.pid, signal.SIGTERM)
+    assert _gone(last, within=10)
 
 
 def test_ctrl_c_reaches_the_worker_and_a_killed_client_hangs_it_up(world: World, server: Server) -> None:

@@ -17,29 +17,36 @@ whose connection drops (killed) has its worker hung up on, as a closed terminal 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import fcntl
 import gc
 import importlib
 import io
 import marshal
 import os
+import select
 import selectors
 import signal
 import socket
 import struct
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import msgspec
 
+from svc.cli.prefault import prefault
+from svc.cli.source_watch import SourceWatch
 from svc.handoff import EXITED, REFUSED, STARTED, record
 
 IDLE_SECONDS = 600.0  # SVC_CLI_SERVER_IDLE, in the environment of the command that starts the server
 _REQUEST_TIMEOUT = 5.0  # a client sends its request as it connects
 _MAX_REQUEST = 16 * 1024 * 1024
+_GO = b"g"  # after a command given to a spare: run it
+SPARE_NAME = b"svc-cli-spare"  # a spare's process name until it takes a command
+_PR_SET_NAME, _PR_GET_NAME = 15, 16
 
 
 def main() -> None:
@@ -57,14 +64,15 @@ def main() -> None:
         Path(base + ".failed").write_text(traceback.format_exc())
         raise
     Path(base + ".failed").unlink(missing_ok=True)
-    imported = _imported_files()
+    sources = SourceWatch(_imported_paths())
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     Path(base + ".sock").unlink(missing_ok=True)  # a server that died left it
     listener.bind(base + ".sock")
     listener.listen(64)
     try:
-        _Server(listener, key, imported, lock, _idle_seconds()).serve()
+        _Server(listener, key, sources, lock, _idle_seconds()).serve()
     finally:
+        sources.close()
         Path(base + ".sock").unlink(missing_ok=True)  # no other server binds it before this one lets go of the lock
 
 
@@ -113,33 +121,53 @@ def _describe_shapes(base: type) -> None:
         _describe_shapes(shape)
 
 
-def _imported_files() -> dict[str, tuple[int, int]]:
-    return _file_states(path for module in list(sys.modules.values())
-                        if isinstance(path := getattr(module, "__file__", None), str))
+def _imported_paths() -> list[str]:
+    return [path for module in list(sys.modules.values()) if isinstance(path := getattr(module, "__file__", None), str)]
 
 
-def _file_states(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
-    """Each path's modification time and size; a path that cannot be read is left out."""
-    states: dict[str, tuple[int, int]] = {}
-    for path in paths:
+class _Spare:
+    """A worker forked before its command: it waits on ``channel`` for the command the server gives it."""
+
+    def __init__(self, pid: int, channel: socket.socket) -> None:
+        self.pid = pid
+        self.channel = channel
+
+    def hand(self, request: bytes, descriptors: list[int]) -> bool:
+        """Sends the command (the client's request, its connection and standard streams); False if the spare is
+        gone."""
+        message = len(request).to_bytes(4, "big") + request
         try:
-            found = os.stat(path)
+            sent = socket.send_fds(self.channel, [message], descriptors)
+            self.channel.sendall(message[sent:])
+            return True
         except OSError:
-            continue
-        states[path] = (found.st_mtime_ns, found.st_size)
-    return states
+            self.discard()
+            return False
+
+    def go(self) -> None:
+        """Lets it run the command, now that its client knows its process id."""
+        try:
+            self.channel.sendall(_GO)
+        except OSError:
+            pass  # it died: its end is reported as any worker's
+        self.discard()
+
+    def discard(self) -> None:
+        """Closes the channel: a spare that was given no command leaves."""
+        self.channel.close()
 
 
 class _Server:
-    def __init__(self, listener: socket.socket, key: str, imported: dict[str, tuple[int, int]],
-                 lock: int, idle: float) -> None:
+    def __init__(self, listener: socket.socket, key: str, sources: SourceWatch, lock: int, idle: float) -> None:
         self.listener: socket.socket | None = listener
         self.lock = lock
         self.idle = idle
         self.key = key
-        self.imported = imported
+        self.sources = sources
         self.selector = selectors.DefaultSelector()
         self.workers: dict[int, socket.socket] = {}  # process id → its client's connection
+        self.ended: dict[int, int] = {}  # process id → its process file descriptor, for each worker and the spare
+        self.spare: _Spare | None = None
         self.selector.register(listener, selectors.EVENT_READ, self._accept)
         # SIGTERM: stop listening, leave once the running commands have ended. Python retries a select() its signal
         # handler interrupted (PEP 475); a byte on this pipe, written by the interpreter as the signal arrives,
@@ -152,21 +180,29 @@ class _Server:
         signal.signal(signal.SIGTERM, lambda number, frame: setattr(self, "terminated", True))
 
     def serve(self) -> None:
-        while self.listener is not None or self.workers:
-            events = self.selector.select(None if self.workers else self.idle)
-            if not events and not self.workers:
-                return  # idle
-            dispatch(self.selector, events)
-            if self.terminated:
-                self._stop_listening()
+        self._keep_spare()
+        try:
+            while self.listener is not None or self.workers:
+                events = self.selector.select(None if self.workers else self.idle)
+                if not events and not self.workers:
+                    return  # idle
+                dispatch(self.selector, events)
+                if self.terminated:
+                    self._stop_listening()
+        finally:
+            self._drop_spare()
+            for pid in set(self.ended) - set(self.workers):  # a spare, leaving now that its channel is closed
+                os.waitpid(pid, 0)
 
     def _let_go(self) -> None:
         """In a worker: closes what is the server's, so that only the server holds its lock, its listener and the
         other clients' connections (a client's end of its connection then closes when the server's does)."""
         signal.set_wakeup_fd(-1)
-        for descriptor in (self.lock, *self.wakeup):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for descriptor in (self.lock, *self.wakeup, *self.ended.values()):
             os.close(descriptor)
         self.selector.close()
+        self.sources.close()
         for held in (self.listener, *self.workers.values()):
             if held is not None:
                 held.close()
@@ -177,6 +213,31 @@ class _Server:
             Path(self.listener.getsockname()).unlink(missing_ok=True)
             self.listener.close()
             self.listener = None
+        self._drop_spare()
+
+    def _keep_spare(self) -> None:
+        """Forks the next command's worker ahead of it while the server listens and has none: the fork (~2 ms)
+        and the faults of the pages it shares with the server (~7 ms of a short command, ``svc.cli.prefault``)
+        are then taken while nobody waits."""
+        if self.spare is None and self.listener is not None:
+            self.spare = self._fork(ahead=True)
+
+    def _drop_spare(self) -> None:
+        if self.spare is not None:
+            self.spare.discard()
+            self.spare = None
+
+    def _fork(self, *, ahead: bool) -> _Spare:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            self._let_go()
+            _wait_for_command(theirs, ahead)
+        theirs.close()
+        ended = self.ended[pid] = os.pidfd_open(pid)
+        self.selector.register(ended, selectors.EVENT_READ, lambda fd: self._ended(pid, fd))
+        return _Spare(pid, ours)
 
     def _accept(self, listener: socket.socket) -> None:
         try:
@@ -184,45 +245,57 @@ class _Server:
         except OSError:
             return
         try:
-            request, descriptors = _receive(connection)
+            request, raw, descriptors = _receive(connection)
         except (OSError, ValueError, EOFError, TypeError):
             connection.close()
             return
         try:
-            if request[0] != self.key or _file_states(self.imported) != self.imported:
+            if request[0] != self.key or self.sources.changed():
                 connection.sendall(record(REFUSED, 0))
                 if request[0] == self.key:
                     self._stop_listening()  # its code changed: the next command starts a server of the new one
                 connection.close()
                 return
-            worker = os.fork()
-            if worker == 0:
-                self._let_go()
-                _work(request, descriptors, connection)
+            worker = self._hand_over(raw, [connection.fileno(), *descriptors])
         finally:
             for descriptor in descriptors:
                 os.close(descriptor)
-        self.workers[worker] = connection
+        if worker is None:
+            connection.close()
+            return
+        self.workers[worker.pid] = connection
         try:
-            connection.sendall(record(STARTED, worker))
+            connection.sendall(record(STARTED, worker.pid))
         except OSError:
             pass
-        ended = os.pidfd_open(worker)
-        self.selector.register(ended, selectors.EVENT_READ, lambda fd: self._reap(worker, fd))
-        self.selector.register(connection, selectors.EVENT_READ, lambda conn: self._hung_up(worker, conn))
+        worker.go()  # only now: its exit code must not reach the client before its process id
+        self.selector.register(connection, selectors.EVENT_READ, lambda conn: self._hung_up(worker.pid, conn))
 
-    def _reap(self, worker: int, ended: int) -> None:
+    def _hand_over(self, request: bytes, descriptors: list[int]) -> _Spare | None:
+        """Gives the command to the spare, or to a worker forked now when there is none (two commands at once) or
+        it has gone; None if that one is gone too."""
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.hand(request, descriptors):
+            return spare
+        worker = self._fork(ahead=False)
+        return worker if worker.hand(request, descriptors) else None
+
+    def _ended(self, pid: int, ended: int) -> None:
         self.selector.unregister(ended)
-        os.close(ended)
-        _, status = os.waitpid(worker, 0)
-        connection = self.workers.pop(worker)
-        if connection.fileno() >= 0:
+        os.close(self.ended.pop(pid))
+        _, status = os.waitpid(pid, 0)
+        if self.spare is not None and self.spare.pid == pid:  # died waiting: the next command forks its worker
+            self._drop_spare()
+            return
+        connection = self.workers.pop(pid, None)
+        if connection is not None and connection.fileno() >= 0:
             self.selector.unregister(connection)
             try:
                 connection.sendall(record(EXITED, os.waitstatus_to_exitcode(status)))
             except OSError:
                 pass
             connection.close()
+        self._keep_spare()
 
     def _hung_up(self, worker: int, connection: socket.socket) -> None:
         """The client sends nothing after its request: readable means it closed its end, killed (its worker must not
@@ -252,8 +325,8 @@ def dispatch(selector: selectors.BaseSelector, events: list[tuple[selectors.Sele
         callback(selected.fileobj)
 
 
-def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], list[int]]:
-    """The client's request and its three standard streams' descriptors."""
+def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], bytes, list[int]]:
+    """The client's request (decoded, and as it came) and its three standard streams' descriptors."""
     connection.settimeout(_REQUEST_TIMEOUT)
     credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _, uid, _ = struct.unpack("3i", credentials)
@@ -263,21 +336,72 @@ def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], list[int]]:
             os.close(descriptor)
         raise ValueError("not this user's, or without its streams")
     try:
-        size = int.from_bytes(data[:4], "big")
-        if len(data) < 4 or size > _MAX_REQUEST:
-            raise ValueError("a malformed request")
-        while len(data) < 4 + size:
-            chunk = connection.recv(4 + size - len(data))
-            if not chunk:
-                raise EOFError("the client left mid-request")
-            data += chunk
-        request = marshal.loads(data[4:])
+        raw = _rest_of_message(connection, data)
+        request = marshal.loads(raw)
     except BaseException:
         for descriptor in descriptors:
             os.close(descriptor)
         raise
     connection.settimeout(None)
-    return request, descriptors
+    return request, raw, descriptors
+
+
+def _rest_of_message(connection: socket.socket, data: bytes, after: int = 0) -> bytes:
+    """A message (its size in 4 bytes, then itself) begun by ``data``, read to its end and ``after`` bytes beyond."""
+    size = int.from_bytes(data[:4], "big")
+    if len(data) < 4 or size > _MAX_REQUEST:
+        raise ValueError("a malformed request")
+    while len(data) < 4 + size + after:
+        chunk = connection.recv(4 + size + after - len(data))
+        if not chunk:
+            raise EOFError("the other end left mid-request")
+        data += chunk
+    return data[4:4 + size + after]
+
+
+def _wait_for_command(channel: socket.socket, ahead: bool) -> NoReturn:
+    """In a spare: takes the faults ahead (``ahead``), waits for a command and runs it as its worker (``_work``);
+    leaves when the server goes away or drops it."""
+    try:
+        os.setpgid(0, 0)  # the group the client passes its signals to, from the moment it learns this process id
+        name = _rename_process(SPARE_NAME)
+        if ahead:
+            prefault(stop=lambda: _readable(channel))
+        data, descriptors, _, _ = socket.recv_fds(channel, 65536, 4)
+        try:
+            message = _rest_of_message(channel, data, after=len(_GO))
+            if len(descriptors) != 4 or message[-len(_GO):] != _GO:
+                raise ValueError("no command")
+        except BaseException:
+            for descriptor in descriptors:
+                os.close(descriptor)
+            raise
+    except (OSError, ValueError, EOFError):
+        os._exit(0)  # the server went away, or dropped this spare
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    channel.close()
+    _rename_process(name)
+    _work(marshal.loads(message[:-len(_GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]))
+
+
+def _readable(channel: socket.socket) -> bool:
+    poller = select.poll()
+    poller.register(channel, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def _rename_process(name: bytes) -> bytes:
+    """Sets the name ``ps -o comm`` and ``/proc/PID/comm`` show (Linux's ``PR_SET_NAME``); the one it had."""
+    had = ctypes.create_string_buffer(16)
+    try:
+        prctl = ctypes.CDLL(None).prctl
+        prctl(_PR_GET_NAME, had, 0, 0, 0)
+        prctl(_PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+    return had.value
 
 
 def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket) -> NoReturn:
@@ -288,7 +412,6 @@ def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socke
     code = 1
     try:
         _, args, environ, cwd, umask, streams = request
-        os.setpgid(0, 0)
         for target, descriptor in enumerate(descriptors):
             os.dup2(descriptor, target)
         for descriptor in descriptors:
