@@ -435,6 +435,11 @@ def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socke
                 stream.flush()
             except Exception:  # noqa: BLE001 - a closed pipe: the exit code still goes back
                 pass
+        for descriptor in (0, 1, 2):  # a reader of the command's output sees its end now, not once this is gone
+            try:
+                os.close(descriptor)
+            except OSError:
+                pass
         try:
             client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
         except OSError:
