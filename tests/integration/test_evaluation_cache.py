@@ -12,6 +12,7 @@ import pytest
 
 from svc.forma import evaluate, evaluate_forma, render_forma
 from svc.forma.evaluation_cache import EvaluationCache
+from svc.pkl.server import PklServer, stop_shared_server
 
 HEAD = """\
 amends "@svc/forma.pkl"
@@ -80,6 +81,30 @@ def test_what_the_caller_does_meanwhile_starts_only_when_pkl_evaluates(forma: Pa
     assert calls == [0] and len(renders) == 1
     render_forma(forma, meanwhile=meanwhile)
     assert calls == [0] and len(renders) == 1
+
+
+def test_pkl_starts_before_the_lookup_for_a_forma_edited_since_its_evaluation_was_kept(
+        forma: Path, renders: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forma edited after its evaluation was kept will be evaluated: its Pkl server starts before the lookup and the
+    files' hashing, to boot meanwhile. An unchanged one starts none."""
+    started: list[int] = []
+    start = PklServer.start
+
+    def counted(server: PklServer) -> None:
+        started.append(len(renders))
+        start(server)
+
+    monkeypatch.setattr(PklServer, "start", counted)
+    render_forma(forma)  # nothing kept yet
+    assert started == [0] and len(renders) == 1
+    stop_shared_server()
+    render_forma(forma)
+    assert started == [0] and len(renders) == 1
+    kept = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"}).path.stat()
+    forma.write_text(FORMA.replace('content = "hello"', 'content = "hi"'))
+    os.utime(forma, ns=(kept.st_atime_ns, kept.st_mtime_ns + 1_000_000))
+    render_forma(forma)
+    assert started == [0, 1] and len(renders) == 2
 
 
 def test_an_edit_of_the_forma_or_of_a_module_it_imports_is_evaluated(forma: Path, renders: list[Path]) -> None:

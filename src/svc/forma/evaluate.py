@@ -127,6 +127,8 @@ def render_forma(
         raise FormaError(f"forma file {path} does not exist")
     properties = {**(flags or {}), "$cmd": command, "$mode": mode}
     cache = EvaluationCache(path, properties) if cache_enabled() else None
+    if cache is None or cache.outdated_by_forma():
+        shared_server().start()  # Pkl boots while the kept evaluation is looked up and the files are hashed
     document = cache.lookup() if cache is not None else None
     if document is not None:
         return RenderedForma(path, document)

@@ -78,6 +78,14 @@ class EvaluationCache:
             return None
         return document if isinstance(document, dict) else None
 
+    def outdated_by_forma(self) -> bool:
+        """Whether the forma file changed after its evaluation was kept (or none is): then ``lookup`` finds nothing,
+        which two ``stat`` calls tell before it reads and hashes anything. False says nothing for sure."""
+        try:
+            return self.path.stat().st_mtime_ns < self.forma.stat().st_mtime_ns
+        except OSError:
+            return True
+
     def files(self, project: Mapping[str, Any]) -> dict[str, str] | None:
         """The SHA-256 of every file the forma's evaluation reads, taken before Pkl reads them (a file edited
         meanwhile then fails the next lookup instead of passing it with the old document); None for a forma that
