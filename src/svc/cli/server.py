@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from svc.cli.prefault import prefault
+from svc.cli.prefault import MAX_SPANS, Span, merged, prefault, read_report, report_written
 from svc.cli.source_watch import SourceWatch
 from svc.handoff import EXITED, REFUSED, STARTED, record
 
@@ -145,12 +145,12 @@ class _Spare:
             return False
 
     def go(self) -> None:
-        """Lets it run the command, now that its client knows its process id."""
+        """Lets it run the command, now that its client knows its process id. The channel stays open: the worker
+        tells through it, as it ends, which pages it wrote (``svc.cli.prefault``)."""
         try:
             self.channel.sendall(_GO)
         except OSError:
             pass  # it died: its end is reported as any worker's
-        self.discard()
 
     def discard(self) -> None:
         """Closes the channel: a spare that was given no command leaves."""
@@ -166,6 +166,8 @@ class _Server:
         self.sources = sources
         self.selector = selectors.DefaultSelector()
         self.workers: dict[int, socket.socket] = {}  # process id → its client's connection
+        self.channels: dict[int, socket.socket] = {}  # process id → the channel of a worker given its command
+        self.written: list[Span] = []  # what the workers wrote of the memory they shared with the server
         self.ended: dict[int, int] = {}  # process id → its process file descriptor, for each worker and the spare
         self.spare: _Spare | None = None
         self.selector.register(listener, selectors.EVENT_READ, self._accept)
@@ -203,7 +205,7 @@ class _Server:
             os.close(descriptor)
         self.selector.close()
         self.sources.close()
-        for held in (self.listener, *self.workers.values()):
+        for held in (self.listener, *self.workers.values(), *self.channels.values()):
             if held is not None:
                 held.close()
 
@@ -233,7 +235,7 @@ class _Server:
         if pid == 0:
             ours.close()
             self._let_go()
-            _wait_for_command(theirs, ahead)
+            _wait_for_command(theirs, self.written if ahead else None)
         theirs.close()
         ended = self.ended[pid] = os.pidfd_open(pid)
         self.selector.register(ended, selectors.EVENT_READ, lambda fd: self._ended(pid, fd))
@@ -264,6 +266,7 @@ class _Server:
             connection.close()
             return
         self.workers[worker.pid] = connection
+        self.channels[worker.pid] = worker.channel
         try:
             connection.sendall(record(STARTED, worker.pid))
         except OSError:
@@ -287,6 +290,10 @@ class _Server:
         if self.spare is not None and self.spare.pid == pid:  # died waiting: the next command forks its worker
             self._drop_spare()
             return
+        channel = self.channels.pop(pid, None)
+        if channel is not None:
+            self.written = merged([*self.written, *read_report(channel)])[:MAX_SPANS]
+            channel.close()
         connection = self.workers.pop(pid, None)
         if connection is not None and connection.fileno() >= 0:
             self.selector.unregister(connection)
@@ -359,14 +366,15 @@ def _rest_of_message(connection: socket.socket, data: bytes, after: int = 0) -> 
     return data[4:4 + size + after]
 
 
-def _wait_for_command(channel: socket.socket, ahead: bool) -> NoReturn:
-    """In a spare: takes the faults ahead (``ahead``), waits for a command and runs it as its worker (``_work``);
-    leaves when the server goes away or drops it."""
+def _wait_for_command(channel: socket.socket, written: list[Span] | None) -> NoReturn:
+    """In a spare: takes the faults of the pages earlier workers ``written`` ahead (None: none, it is needed at
+    once), waits for a command and runs it as its worker (``_work``); leaves when the server goes away or drops
+    it."""
     try:
         os.setpgid(0, 0)  # the group the client passes its signals to, from the moment it learns this process id
         name = _rename_process(SPARE_NAME)
-        if ahead:
-            prefault(stop=lambda: _readable(channel))
+        if written is not None:
+            prefault(lambda: _readable(channel), written)
         data, descriptors, _, _ = socket.recv_fds(channel, 65536, 4)
         try:
             message = _rest_of_message(channel, data, after=len(_GO))
@@ -381,9 +389,8 @@ def _wait_for_command(channel: socket.socket, ahead: bool) -> NoReturn:
     except BaseException:
         traceback.print_exc()
         os._exit(1)
-    channel.close()
     _rename_process(name)
-    _work(marshal.loads(message[:-len(_GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]))
+    _work(marshal.loads(message[:-len(_GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel)
 
 
 def _readable(channel: socket.socket) -> bool:
@@ -404,7 +411,8 @@ def _rename_process(name: bytes) -> bytes:
     return had.value
 
 
-def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket) -> NoReturn:
+def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket,
+          channel: socket.socket | None = None) -> NoReturn:
     """In the forked worker: become the command's process, run it, exit with its code, which it tells ``client``
     itself as it exits: the client need not wait for this process's memory to be given back and the server to
     reap it (~2 ms), and a server that died meanwhile does not take the command's outcome with it. The server
@@ -444,6 +452,8 @@ def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socke
             client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
         except OSError:
             pass
+        if channel is not None:
+            report_written(channel)
         os._exit(code)
 
 
