@@ -113,6 +113,20 @@ def test_policies_inline_standalone_and_attached(datastore: Datastore) -> None:
     assert datastore.get_policy("nightly") == shared
 
 
+def test_whether_any_policy_lives_inline_or_standalone(datastore: Datastore) -> None:
+    assert not datastore.has_live_policies()
+    stack = datastore.create_stack("prod")
+    assert not datastore.has_live_policies()
+    inline = datastore.put_policy(PolicyWrite("ttl", "ttl", {"TTLSeconds": 60}, stack_id=stack.id))
+    assert datastore.has_live_policies()
+    assert datastore.delete_policy(inline.id)
+    assert not datastore.has_live_policies()  # its deleted version is no live policy
+    standalone = datastore.put_policy(PolicyWrite("nightly", "auto-reconcile", {"IntervalSeconds": 3600}))
+    assert datastore.has_live_policies()
+    assert datastore.delete_policy(standalone.id)
+    assert not datastore.has_live_policies()
+
+
 def test_policies_in_force_lists_each_stacks_policies_of_a_type_inline_first_then_attached_by_label(
         datastore: Datastore) -> None:
     inline_and_attached, attached_only, other_type, bare = (datastore.create_stack(label) for label in (

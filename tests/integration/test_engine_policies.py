@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from svc_plugin_fake import FakeCloud
 
+from support import planning
 from support.engine import CALLER, TIMEOUT, applied, fake_forma, item, resource, run, shown
 from svc.datastore import Datastore
 from svc.engine.engine import Engine
 from svc.engine.expiry import StackExpirer
-from svc.engine.policy_store import effective_policies, policies_in_force
+from svc.engine.planner import StoredPolicies
+from svc.engine.policy_store import effective_policies, policies_in_force, stored_policies
 from svc.engine.reconciler import AutoReconciler, baseline
 from svc.model.forma import Forma
 from svc.model.records import PolicyWrite
@@ -142,3 +144,21 @@ def test_the_jobs_one_query_finds_each_stacks_effective_policy(datastore: Datast
         one_by_one = {stack.id: found for stack in stacks if (found := effective_policies(datastore, stack).get(kind))}
         assert policies_in_force(datastore, kind) == one_by_one
     assert policies_in_force(datastore, "auto-reconcile")[stacks[1].id].record.label == "a-hourly"
+
+
+def test_with_no_policy_stored_a_plan_reads_one_answer_and_gets_what_the_long_way_gives(
+        datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most agents hold no policy: a plan then asks whether any lives (one query) instead of reading each of its
+    stacks' inline and attached ones and the standalone ones, and gets the same answer."""
+    datastore.create_stack("app")
+    plain = planning.forma(stacks=("app", "new"))
+    declaring = Forma.model_validate({**plain.to_json(), "Policies": [
+        {"Type": "ttl", "Label": "nightly", "TTLSeconds": 60}]})
+    stacks = {stack.label: stack for stack in datastore.list_stacks().items}
+    with monkeypatch.context() as quickly:
+        for name in ("list_policies", "list_attached_policies", "get_stack", "list_stacks"):
+            quickly.setattr(type(datastore), name, lambda *args, **kwargs: pytest.fail("asked the long way"))
+        quick = [stored_policies(datastore, forma, stacks) for forma in (plain, declaring)]
+    assert quick[0] == StoredPolicies({"app": ()})
+    monkeypatch.setattr(type(datastore), "has_live_policies", lambda self: True)  # the long way
+    assert [stored_policies(datastore, forma) for forma in (plain, declaring)] == quick

@@ -116,6 +116,10 @@ class Datastore(Protocol):
     def detach_policy(self, stack_id: str, policy_id: str) -> bool: ...
     def list_attached_policies(self, stack_id: str, *, cursor: str | None = None,
                                limit: int = ...) -> Page[PolicyRecord]: ...
+    def has_live_policies(self) -> bool:
+        """Whether any policy lives, inline or standalone: one query, where a plan would ask four to learn that the
+        stacks it touches have none (most agents hold no policy)."""
+
     def policies_in_force(self, policy_type: str) -> list[tuple[str, PolicyRecord]]:
         """(stack id, policy) for every live policy of ``policy_type`` a stack holds, by stack: its inline ones
         first, then the standalone ones attached to it, each by label (so a stack's first pair is its effective

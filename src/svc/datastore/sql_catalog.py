@@ -275,6 +275,10 @@ class CatalogStore(SqlBase):
             return paginate(conn, statement, list_name=f"attached:{stack_id}", order=(p.c.label,), cursor=cursor,
                             limit=limit, convert=_policy)
 
+    def has_live_policies(self) -> bool:
+        with self.read() as conn:
+            return conn.execute(sa.select(sa.exists().where(head_is(p.c.head, HEAD_LIVE)))).scalar() is True
+
     def policies_in_force(self, policy_type: str) -> list[tuple[str, PolicyRecord]]:
         live = (head_is(p.c.head, HEAD_LIVE), p.c.policy_type == policy_type)
         inline = sa.select(p.c.stack_id.label("holder"), sa.literal_column("0").label("rank"), p).where(

@@ -172,7 +172,7 @@ class Admission:
         def work() -> Changeset:
             # An apply that declares a reaped target recovers its resources; a destroy forgets them (DB only).
             inventory = self._inventory(reconcile_stacks, request.forma if request.command == "apply" else None)
-            inventory.policies = stored_policies(self.store, request.forma)
+            inventory.policies = stored_policies(self.store, request.forma, inventory.stacks)
             return plan(request, inventory, self.catalog, new_id)
 
         return await asyncio.to_thread(work)

@@ -8,7 +8,7 @@ All functions are synchronous (run them in a thread).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -48,12 +48,19 @@ def attached_policies(store: Datastore, stack: StackRecord) -> list[PolicyRecord
     return every(lambda c: store.list_attached_policies(stack.id, cursor=c, limit=PAGE))
 
 
-def stored_policies(store: Datastore, forma: Forma | None) -> StoredPolicies:
+def stored_policies(store: Datastore, forma: Forma | None,
+                    stacks: Mapping[str, StackRecord] | None = None) -> StoredPolicies:
     """The stored policies a plan of ``forma`` compares against: the inline ones of its stacks, every
     standalone one, and where those are attached (every stack's attachments when the forma declares
-    standalone policies, so a destroy knows who still uses them; else only the forma's stacks')."""
+    standalone policies, so a destroy knows who still uses them; else only the forma's stacks'). ``stacks``:
+    every stored stack by label, when the caller has read them already."""
     if forma is None or not (forma.policies or forma.stacks):
         return StoredPolicies()
+    if not store.has_live_policies():
+        named = dict.fromkeys(stack.label for stack in forma.stacks)
+        stored = stacks if stacks is not None else {
+            label: found for label in named if (found := store.get_stack(label)) is not None}
+        return StoredPolicies({label: () for label in named if label in stored})
     standalone = {p.label: p for p in every(lambda c: store.list_policies(cursor=c, limit=PAGE))}
     if forma.policies:
         stacks = every(lambda c: store.list_stacks(cursor=c, limit=PAGE))
