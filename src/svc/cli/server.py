@@ -2,11 +2,14 @@
 
 Started by a command that found none (``python -P -m svc.cli.server BASE KEY``), it takes the lock
 ``BASE.lock`` (a second one started meanwhile leaves), imports the whole CLI once, listens on ``BASE.sock``
-(its directory is the user's alone) and forks a worker per command. The worker takes the command's standard
-streams, working directory, umask and environment, becomes a process group of its own (the client passes its
-signals to that group) and runs the command as the console script would in its own process; it tells the client
-its exit code as it exits, and the server reports an end it could not tell (a signal). Single-threaded, so forking
-is safe; one loop over the listener, each worker's process file descriptor and each client's connection.
+(its directory is the user's alone) and runs each command in a worker it forked ahead: a spare, in a process
+group of its own (the client passes its signals to that group), which took the page faults of what earlier workers
+wrote while nobody waited (``svc.cli.prefault``) and waits on a socketpair for its command. Given one, the worker
+takes the command's standard streams, working directory, umask and environment and runs it as the console script
+would in its own process; it tells the client its exit code as it exits, then the server which pages it wrote, and
+the server reports an end it could not tell (a signal) and forks the next spare. Single-threaded, so forking is
+safe; one loop over the listener, the spare's and each worker's process file descriptor and each client's
+connection.
 
 The server leaves when it has been idle for ``IDLE_SECONDS``, when one of the files it imported changed on disk
 (an upgrade, an edit of a checkout: it refuses the command, which runs in its own process, and the next command
