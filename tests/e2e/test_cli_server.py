@@ -183,7 +183,12 @@ def test_each_command_runs_in_the_spare_forked_before_it(world: World, server: S
     assert following != spare
     assert run_svc("--version", env=server.env).stdout.startswith("svc version")
     assert _gone(following)
+    killed = server.spare()  # a spare that dies waiting: the next command gets a worker forked then
+    os.kill(killed, signal.SIGKILL)
+    assert _gone(killed)
+    assert run_svc("--version", env=server.env).stdout.startswith("svc version")
     last = server.spare()
+    assert last != killed
     os.kill(server.pid, signal.SIGTERM)
     assert _gone(last, within=10)
 
