@@ -62,7 +62,7 @@ def main() -> None:
     os.ftruncate(lock, 0)
     os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)  # for whoever wants to see it (bench/vs_terraform.py)
     try:
-        _preload()
+        preload()
     except BaseException:
         Path(base + ".failed").write_text(traceback.format_exc())
         raise
@@ -86,7 +86,7 @@ def _idle_seconds() -> float:
         return IDLE_SECONDS
 
 
-def _preload() -> None:
+def preload() -> None:
     """Imports what the commands import: every command's module, and what they import as they run."""
     from svc.cli.lazy import fully_loaded
     from svc.cli.main import click_command
@@ -97,8 +97,8 @@ def _preload() -> None:
     for name in ("svc.cli.watch", "svc.cli.progress", "svc.cli.plan_render", "svc.cli.render", "svc.cli.tables",
                  "svc.forma.evaluate", "svc.pkl.server", "svc.pkl_assets", "svc.agent", "svc.config",
                  "svc.model.forma", "rich.console", "rich.live", "rich.table", "encodings.idna",
-                 "importlib.resources.readers", "typer._click.decorators", "typer._click._textwrap",
-                 "rich._emoji_codes"):
+                 "importlib.resources.readers", "importlib.readers", "typer._click.decorators",
+                 "typer._click._textwrap", "rich._emoji_codes"):
         __import__(name)
     _describe_shapes(msgspec.Struct)
     _import_dependencies_of("typer.rich_utils")  # --help's: Rich's markdown and panels
