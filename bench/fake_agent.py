@@ -11,8 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.processes import Agent, on_demand_agent  # noqa: E402
-from svc.cli.server import SPARE_NAME  # noqa: E402
+from support.processes import Agent, is_cli_spare, on_demand_agent  # noqa: E402
 
 
 def start_fake_agent(directory: Path, *, plugin_config: str = "", max_retries: int | None = 5,
@@ -63,16 +62,9 @@ def workers_cpu(server: int, *, within: float = 10.0) -> float:
     spare the server keeps for the next command is not waited for (a worker's CPU includes what it spent as a
     spare: the faults it took ahead, ``svc.cli.prefault``)."""
     deadline = time.monotonic() + within
-    while any(not _spare(child) for child in children(server)) and time.monotonic() < deadline:
+    while any(not is_cli_spare(child) for child in children(server)) and time.monotonic() < deadline:
         time.sleep(0.001)
     return process_cpu(server, reaped=True)
-
-
-def _spare(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/comm").read_bytes().strip() == SPARE_NAME
-    except OSError:
-        return False
 
 
 def cli_server(runtime: Path) -> int | None:

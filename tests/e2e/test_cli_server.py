@@ -17,8 +17,7 @@ import pexpect
 import pytest
 
 from support.fake_world import ENV, World, submit, wait_running
-from support.processes import SVC, run_svc
-from svc.cli.server import SPARE_NAME
+from support.processes import SVC, is_cli_spare, run_svc
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
 ITEMS = "".join(f'new item.Item {{ label = "i{n}"; value = "v{n}" }}\n' for n in range(3))
@@ -54,13 +53,13 @@ class Server:
 
     def workers(self) -> list[int]:
         """The children running a command: not the spare, which waits for the next one."""
-        return [pid for pid in self.children() if not _named(pid, SPARE_NAME)]
+        return [pid for pid in self.children() if not is_cli_spare(pid)]
 
     def spare(self, within: float = 30) -> int:
         """The spare worker, once the server has forked it."""
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
-            spares = [pid for pid in self.children() if _named(pid, SPARE_NAME)]
+            spares = [pid for pid in self.children() if is_cli_spare(pid)]
             if spares:
                 [spare] = spares
                 return spare
@@ -82,13 +81,6 @@ def server(tmp_path: Path) -> Iterator[Server]:
             os.kill(server.pid, signal.SIGTERM)
         except (OSError, ValueError):
             pass
-
-
-def _named(pid: int, name: bytes) -> bool:
-    try:
-        return Path(f"/proc/{pid}/comm").read_bytes().strip() == name
-    except OSError:
-        return False
 
 
 def _gone(pid: int, within: float = 30) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from svc.cli.server import SPARE_NAME
 from svc.plugins.conformance.bench import stop_agent
 
 SVC = str(Path(sys.executable).parent / "svc")
@@ -82,6 +83,14 @@ def child_command_lines(pid: int) -> list[str]:
             except OSError:
                 continue  # it exited meanwhile
     return found
+
+
+def is_cli_spare(pid: int) -> bool:
+    """Whether a live process is the spare worker a CLI server keeps for the next command (by its process name)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_bytes().strip() == SPARE_NAME
+    except OSError:
+        return False
 
 
 def run_svc(*args: str, env: Mapping[str, str] | None = None, input: str | None = None,

@@ -22,6 +22,7 @@ def test_the_output_ends_when_the_exit_code_is_told_not_when_the_worker_is_gone(
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     client, worker_end = socket.socketpair()
+    server_end, report_end = socket.socketpair()  # what the worker wrote goes to the server, after the exit code
     request = ("key", ["--version"], dict(os.environ), os.getcwd(), 0o022, [("utf-8", "strict")] * 3)
     pid = os.fork()
     if pid == 0:  # the worker, whose process lingers for 5 s after telling its exit code
@@ -29,13 +30,15 @@ def test_the_output_ends_when_the_exit_code_is_told_not_when_the_worker_is_gone(
         os._exit = lambda code: (time.sleep(5), exit_now(code))  # type: ignore[assignment]
         try:
             client.close()
+            server_end.close()
             for descriptor in (stdin_write, out_read, err_read):
                 os.close(descriptor)
-            server._work(request, [stdin_read, out_write, err_write], worker_end)
+            server._work(request, [stdin_read, out_write, err_write], worker_end, report_end)
         finally:
             exit_now(1)
     try:
         worker_end.close()
+        report_end.close()
         for descriptor in (stdin_read, out_write, err_write):
             os.close(descriptor)
         kind, code = read_record(client)
@@ -53,5 +56,6 @@ def test_the_output_ends_when_the_exit_code_is_told_not_when_the_worker_is_gone(
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         client.close()
+        server_end.close()
         for descriptor in (stdin_write, out_read, err_read):
             os.close(descriptor)

@@ -415,7 +415,7 @@ def _rename_process(name: bytes) -> bytes:
 
 
 def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket,
-          channel: socket.socket | None = None) -> NoReturn:
+          channel: socket.socket) -> NoReturn:
     """In the forked worker: become the command's process, run it, exit with its code, which it tells ``client``
     itself as it exits: the client need not wait for this process's memory to be given back and the server to
     reap it (~2 ms), and a server that died meanwhile does not take the command's outcome with it. The server
@@ -455,8 +455,7 @@ def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socke
             client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
         except OSError:
             pass
-        if channel is not None:
-            report_written(channel)
+        report_written(channel)  # for the next spare: which pages this one wrote
         os._exit(code)
 
 
