@@ -60,13 +60,50 @@ def test_an_unchanged_forma_is_evaluated_once(forma: Path, renders: list[Path]) 
     first = evaluate_forma(forma)
     assert evaluate_forma(forma).to_json() == first.to_json()
     assert len(renders) == 1
-    # Another command, mode or property value is another evaluation.
-    evaluate_forma(forma, command="apply")
+    # No module of this forma reads the command: its evaluation serves every command.
+    assert evaluate_forma(forma, command="apply").to_json() == first.to_json()
+    evaluate_forma(forma, command="destroy")
+    assert len(renders) == 1
+    # Another mode or property value is another evaluation.
     evaluate_forma(forma, mode="patch")
     evaluate_forma(forma, flags={"owner": "me"})
-    assert len(renders) == 4
-    evaluate_forma(forma, command="apply")
-    assert len(renders) == 4
+    assert len(renders) == 3
+    evaluate_forma(forma, command="apply", flags={"owner": "me"})
+    assert len(renders) == 3
+
+
+@pytest.mark.parametrize("names", [
+    'import "@svc/svc.pkl"\nindex = "\\(svc.cmd()).html"\n',
+    'index = "\\(read?("prop:$cmd")).html"\n',
+    'import "@svc/svc.pkl"\nlocal which = "$" + "cmd"\nindex = "\\(svc.flag(which)).html"\n',
+    'import "@svc/svc.pkl"\nlocal p = new svc.Prop { flag = List("$", "cmd").join("") }\nindex = "\\(p.value).html"\n',
+], ids=["svc.cmd", "prop-read", "computed-flag", "computed-prop-flag"])
+def test_a_forma_that_may_read_the_command_is_evaluated_for_each_command(write_pkl, renders: list[Path],
+                                                                         names: str) -> None:
+    """A module the forma imports reads the command, by name or through a computed property name: each command
+    gets its own evaluation, and its own value."""
+    write_pkl("names.pkl", names)
+    path = write_pkl("main.pkl", FORMA)
+    assert index_path(path) == "eval.html"
+    [index] = evaluate_forma(path, command="destroy").resources
+    assert index.properties["Path"] == "destroy.html"
+    assert len(renders) == 2
+    evaluate_forma(path, command="destroy")
+    assert len(renders) == 2
+
+
+def test_a_forma_edited_to_read_the_command_is_no_longer_served_to_every_command(forma: Path,
+                                                                                renders: list[Path]) -> None:
+    assert index_path(forma) == "index.html"
+    names = forma.with_name("names.pkl")
+    names.write_text('import "@svc/svc.pkl"\nindex = "\\(svc.cmd()).html"\n')
+    [index] = evaluate_forma(forma, command="apply").resources
+    assert index.properties["Path"] == "apply.html"
+    assert index_path(forma) == "eval.html"
+    names.write_text('index = "index.html"\n')  # back as it was: the first evaluation serves again
+    [index] = evaluate_forma(forma, command="apply").resources
+    assert index.properties["Path"] == "index.html"
+    assert len(renders) == 3
 
 
 def test_what_the_caller_does_meanwhile_starts_only_when_pkl_evaluates(forma: Path, renders: list[Path]) -> None:
@@ -100,7 +137,7 @@ def test_pkl_starts_before_the_lookup_for_a_forma_edited_since_its_evaluation_wa
     stop_shared_server()
     render_forma(forma)
     assert started == [0] and len(renders) == 1
-    kept = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"}).path.stat()
+    kept = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"}).any_command_path.stat()
     forma.write_text(FORMA.replace('content = "hello"', 'content = "hi"'))
     os.utime(forma, ns=(kept.st_atime_ns, kept.st_mtime_ns + 1_000_000))
     render_forma(forma)
@@ -130,7 +167,8 @@ def test_a_forma_that_reads_the_environment_is_evaluated_every_time(write_pkl, r
     monkeypatch.setenv("INDEX_NAME", "b.html")
     assert index_path(path) == "b.html"
     assert len(renders) == 2
-    assert not EvaluationCache(path, {"$cmd": "eval", "$mode": "reconcile"}).path.exists()
+    cache = EvaluationCache(path, {"$cmd": "eval", "$mode": "reconcile"})
+    assert not cache.path.exists() and not cache.any_command_path.exists()
 
 
 def test_a_glob_import_is_evaluated_every_time(write_pkl, renders: list[Path]) -> None:
@@ -178,7 +216,7 @@ def test_the_cache_can_be_turned_off_and_a_broken_entry_is_no_entry(forma: Path,
     evaluate_forma(forma)
     cache = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"})
     assert cache.lookup() is not None  # waits for the entry's write
-    entry = cache.path
+    entry = cache.any_command_path
     assert entry.is_file() and oct(entry.stat().st_mode & 0o777) == "0o600"
     monkeypatch.setenv("SVC_EVALUATION_CACHE", "off")
     evaluate_forma(forma)
@@ -219,7 +257,7 @@ def test_the_evaluation_is_kept_while_the_command_goes_on(forma: Path, renders: 
     monkeypatch.setattr(EvaluationCache, "store", slow_store)
     first = render_forma(forma)  # returns with its entry still being written
     cache = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"})
-    assert not cache.path.exists()
+    assert not cache.any_command_path.exists()
     release.set()
     assert render_forma(forma).document == first.document  # the lookup waited for the write
     assert len(renders) == 1

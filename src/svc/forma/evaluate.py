@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.errors import FormaError, from_pkl_error
-from svc.forma.evaluation_cache import EvaluationCache, cache_enabled
+from svc.forma.evaluation_cache import COMMAND_PROPERTY, EvaluationCache, cache_enabled
 from svc.model import wire
 from svc.model.forma_document import LISTED_SCHEMAS, Property
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
@@ -98,7 +98,7 @@ def _render(path: Path, environment: PackageEnvironment, properties: Mapping[str
 
 def forma_properties(path: Path) -> dict[str, Property]:
     """The forma's CLI properties, by name: each becomes the flag ``--<flag>``."""
-    return _properties(path, evaluate_document(path, {"$cmd": "eval", "$mode": PROPERTIES_MODE}))
+    return _properties(path, evaluate_document(path, {COMMAND_PROPERTY: "eval", "$mode": PROPERTIES_MODE}))
 
 
 def _properties(path: Path, document: dict[str, Any]) -> dict[str, Property]:
@@ -125,7 +125,7 @@ def render_forma(
     works."""
     if not path.is_file():
         raise FormaError(f"forma file {path} does not exist")
-    properties = {**(flags or {}), "$cmd": command, "$mode": mode}
+    properties = {**(flags or {}), COMMAND_PROPERTY: command, "$mode": mode}
     cache = EvaluationCache(path, properties) if cache_enabled() else None
     if cache is None or cache.outdated_by_forma():
         shared_server().start()  # Pkl boots while the kept evaluation is looked up and the files are hashed
@@ -133,7 +133,7 @@ def render_forma(
     if document is not None:
         return RenderedForma(path, document)
     environment = _environment(path)
-    files = cache.files(environment.project) if cache is not None else None
+    sources = cache.sources(environment.project) if cache is not None else None
     descriptors = DescriptorCache.open(environment.project)
     if meanwhile is not None:
         meanwhile()
@@ -142,8 +142,8 @@ def render_forma(
         raise FormaError(_NOT_A_FORMA.format(path=path))
     _with_kept_descriptors(document, descriptors)
     descriptors.save()
-    if cache is not None and files is not None:
-        cache.store_meanwhile(document, files)
+    if cache is not None and sources is not None:
+        cache.store_meanwhile(document, sources)
     return RenderedForma(path, document)
 
 

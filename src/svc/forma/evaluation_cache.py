@@ -15,6 +15,11 @@ import from elsewhere (``https:``, ``package:``, a remote package), and the docu
 value is never written here). ``SVC_EVALUATION_CACHE=off`` turns the cache off. Anything unreadable in the
 cache counts as nothing kept.
 
+The command is one of the properties (``$cmd``: ``svc.cmd()``), and most formas never read it: a ``svc destroy``
+of the forma just applied, or a ``svc apply`` after ``svc eval``, would run Pkl again for the same document. An
+evaluation none of whose modules may read it (``svc.pkl_source.may_read_command``, on their text; svc's own
+modules read it only in ``svc.cmd()`` and for the flag names their callers give) is kept for every command.
+
 A new evaluation is written while the command goes on (``store_meanwhile``): hashing the files and writing a
 100,000-resource document took 0.8 s, which the command's submission need not wait for (the agent is planning
 meanwhile). The interpreter waits for the write at exit, and a lookup in the same process waits for it first.
@@ -28,6 +33,7 @@ import logging
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +44,28 @@ from svc.model.opaque import document_opaque_fields
 from svc.model.values import conceal_secrets
 from svc.paths import cache_home, write_private
 from svc.pkl import find_pkl
+from svc.pkl.packages import svc_package
 from svc.pkl.projects import find_project_file
+from svc.pkl_source import may_read_command
 
 _FORMAT = 1
 _KEPT = 16
 _OPAQUE = '"$visibility":"Opaque"'
+COMMAND_PROPERTY = "$cmd"  # the command a forma is evaluated for (``svc.cmd()``)
 _log = logging.getLogger(__name__)
 _writing: dict[Path, threading.Thread] = {}  # the entries being written by this process, by path
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What an evaluation is made of, read before Pkl reads it: the SHA-256 of each file, by path, and the texts
+    of the modules that are not svc's own, which say whether it may read the command (checked once kept)."""
+
+    digests: dict[str, str]
+    modules: list[bytes]
+
+    def may_read_command(self) -> bool:
+        return any(may_read_command(text.decode("utf-8", "replace")) for text in self.modules)
 
 
 def cache_enabled() -> bool:
@@ -56,19 +77,35 @@ class EvaluationCache:
 
     def __init__(self, forma: Path, properties: Mapping[str, str], directory: Path | None = None) -> None:
         self.forma = forma.resolve()
-        self._properties = dict(sorted(properties.items()))
         self._project_file = find_project_file(self.forma.parent)
-        key = json.dumps([str(self.forma), self._properties], separators=(",", ":"))
-        self.path = (directory or cache_home() / "formas") / f"{_digest(key.encode())[:32]}.json"
+        directory = directory or cache_home() / "formas"
+        exact = dict(sorted(properties.items()))
+        any_command = {name: value for name, value in exact.items() if name != COMMAND_PROPERTY}
+        # Where an evaluation for these properties is kept; then where one that serves every command is.
+        self._entries = {directory / self._name(exact): exact}
+        self._entries.setdefault(directory / self._name(any_command), any_command)
+        self.path = next(iter(self._entries))
+        self.any_command_path = next(reversed(self._entries))
+
+    def _name(self, properties: Mapping[str, str]) -> str:
+        key = json.dumps([str(self.forma), properties], separators=(",", ":"))
+        return f"{_digest(key.encode())[:32]}.json"
 
     def lookup(self) -> dict[str, Any] | None:
         """The kept document, if everything it came from is as it was; else None."""
-        written = _writing.get(self.path)
+        for path, properties in self._entries.items():
+            document = self._kept(path, properties)
+            if document is not None:
+                return document
+        return None
+
+    def _kept(self, path: Path, properties: Mapping[str, str]) -> dict[str, Any] | None:
+        written = _writing.get(path)
         if written is not None:
             written.join()
         try:
-            entry = json.loads(self.path.read_bytes())
-            if entry.get("Format") != _FORMAT or entry.get("Inputs") != self._inputs():
+            entry = json.loads(path.read_bytes())
+            if entry.get("Format") != _FORMAT or entry.get("Inputs") != self._inputs(properties):
                 return None
             for file, digest in entry["Files"].items():
                 if _file_digest(Path(file)) != digest:
@@ -82,60 +119,69 @@ class EvaluationCache:
         """Whether the forma file changed after its evaluation was kept (or none is): then ``lookup`` finds nothing,
         which two ``stat`` calls tell before it reads and hashes anything. False says nothing for sure."""
         try:
-            return self.path.stat().st_mtime_ns < self.forma.stat().st_mtime_ns
+            edited = self.forma.stat().st_mtime_ns
         except OSError:
             return True
+        return not any(_written(path) >= edited for path in self._entries)
 
-    def files(self, project: Mapping[str, Any]) -> dict[str, str] | None:
-        """The SHA-256 of every file the forma's evaluation reads, taken before Pkl reads them (a file edited
-        meanwhile then fails the next lookup instead of passing it with the old document); None for a forma that
-        is never kept. ``project``: the evaluation's project, whose local packages the forma imports from."""
-        files = ModuleFiles(packages_of(project), strict=True).closure(self.forma)
-        if files is None:
+    def sources(self, project: Mapping[str, Any]) -> Sources | None:
+        """Every file the forma's evaluation reads, taken before Pkl reads them (a file edited meanwhile then fails
+        the next lookup instead of passing it with the old document); None for a forma that is never kept.
+        ``project``: the evaluation's project, whose local packages the forma imports from."""
+        modules = ModuleFiles(packages_of(project), strict=True).closure(self.forma)
+        if modules is None:
             return None
+        files = list(modules)
         if self._project_file is not None:
             files += [self._project_file, self._project_file.with_name("PklProject.deps.json")]
         try:
-            return {str(file): _file_digest(file) for file in files}
+            texts = {file: file.read_bytes() for file in files}
         except OSError:
             return None
+        svc_own = svc_package().directory
+        return Sources({str(file): _digest(text) for file, text in texts.items()},
+                       [texts[module] for module in modules if not module.is_relative_to(svc_own)])
 
-    def store(self, document: Mapping[str, Any], files: Mapping[str, str]) -> None:
+    def store(self, document: Mapping[str, Any], sources: Sources) -> None:
         """Keeps ``document`` (the forma JSON as Pkl rendered it, every descriptor in place), evaluated from
-        ``files`` (``files()``), when it may be kept."""
+        ``sources`` (``sources()``), when it may be kept: for every command when no module may read it."""
         if _holds_a_secret(document):
             return
+        path = self.path if sources.may_read_command() else self.any_command_path
         try:
-            entry = {"Format": _FORMAT, "Inputs": self._inputs(), "Files": dict(files), "Document": document}
+            entry = {"Format": _FORMAT, "Inputs": self._inputs(self._entries[path]), "Files": sources.digests,
+                     "Document": document}
             text = jsontext.dumps(entry)  # orjson: a 100,000-resource document in a quarter of json's time
             if _OPAQUE in text:  # an Opaque envelope anywhere (or a string that reads like one)
                 return
-            write_private(self.path, text, keep=_KEPT)
+            write_private(path, text, keep=_KEPT)
         except (OSError, ValueError) as exc:  # a cache that cannot be written costs the next command time only
-            _log.debug("evaluation of %s not kept in %s: %s", self.forma, self.path, exc)
+            _log.debug("evaluation of %s not kept in %s: %s", self.forma, path, exc)
 
-    def store_meanwhile(self, document: Mapping[str, Any], files: Mapping[str, str]) -> None:
+    def store_meanwhile(self, document: Mapping[str, Any], sources: Sources) -> None:
         """``store`` on a thread of its own; ``document`` must not change while it runs."""
-        written = threading.Thread(target=self._store_and_forget, args=(document, files),
+        written = threading.Thread(target=self._store_and_forget, args=(document, sources),
                                    name=f"svc keeps {self.path.name}")
-        _writing[self.path] = written
+        for path in self._entries:
+            _writing[path] = written
         written.start()
 
-    def _store_and_forget(self, document: Mapping[str, Any], files: Mapping[str, str]) -> None:
+    def _store_and_forget(self, document: Mapping[str, Any], sources: Sources) -> None:
         try:
-            self.store(document, files)
+            self.store(document, sources)
         except Exception:  # noqa: BLE001 - a cache that cannot be written costs the next command time only
             _log.debug("evaluation of %s not kept", self.forma, exc_info=True)
         finally:
-            if _writing.get(self.path) is threading.current_thread():
-                del _writing[self.path]
+            for path in self._entries:
+                if _writing.get(path) is threading.current_thread():
+                    del _writing[path]
 
-    def _inputs(self) -> list[Any]:
+    def _inputs(self, properties: Mapping[str, str]) -> list[Any]:
         """What the result depends on besides the files: the properties, svc, the Pkl binary, where the project
         file is (one added above the forma changes the packages it sees)."""
         pkl = find_pkl()
         binary = pkl.stat()
-        return [self._properties, __version__, [str(pkl), binary.st_size, binary.st_mtime_ns],
+        return [properties, __version__, [str(pkl), binary.st_size, binary.st_mtime_ns],
                 None if self._project_file is None else str(self._project_file)]
 
 
@@ -145,6 +191,13 @@ def _digest(data: bytes) -> str:
 
 def _file_digest(path: Path) -> str:
     return _digest(path.read_bytes())
+
+
+def _written(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return -1
 
 
 def _holds_a_secret(document: Mapping[str, Any]) -> bool:

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from svc.pkl_source import IMPORT_KEYWORD, PROP_READ, READ
+from svc.pkl_source import IMPORT_KEYWORD, PROP_READ, READ, without_line_comments
 
 _CLAUSE = re.compile(r'^\s*(?:import\*?|amends|extends)\s+"([^"]*)"', re.MULTILINE)
 _EXPRESSION = re.compile(r'import(?<!\wimport)\*?\(\s*"([^"]*)"\s*\)')  # \bimport…, as in svc.pkl_source
 _GLOB = re.compile(r"import(?<!\wimport)\*")
-_LINE_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
 _URI_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
@@ -119,7 +118,7 @@ def _imports(text: str) -> Iterable[str]:
 
 
 def _depends_on_files_alone(text: str, imports_found: int) -> bool:
-    text = _LINE_COMMENT.sub("", text)  # documentation that shows an import or a read is neither
+    text = without_line_comments(text)
     return (not _GLOB.search(text)
             and len(IMPORT_KEYWORD.findall(text)) == imports_found
             and len(READ.findall(text)) == len(PROP_READ.findall(text)))
