@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import cli_server, process_cpu, start_fake_agent, stop_cli_server, workers_cpu  # noqa: E402
+from fake_agent import cli_server, server_cpu, start_fake_agent, stop_cli_server, workers_cpu  # noqa: E402
 
 SVC = str(Path(sys.executable).parent / "svc")
 GOAL_CPU_SECONDS = 0.3
@@ -65,11 +65,11 @@ class Timing:
 def measure(argv: list[str], runs: int, env: dict[str, str], cwd: Path | None = None,
             server: Callable[[], int | None] = lambda: None) -> Timing:
     """The median CPU and wall seconds of ``runs`` runs of ``argv`` (which must succeed); ``server``: the CLI
-    server's process id, whose reaped children's CPU is the command's too."""
+    server's process id, whose reaped children's CPU (and its Pkl server's) is the command's too."""
     cpus, walls = [], []
     for _ in range(runs):
         serving = server()
-        in_server = process_cpu(serving, reaped=True) if serving else 0.0
+        in_server = server_cpu(serving) if serving else 0.0
         started = time.perf_counter()
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
         # wait4's usage covers the process and every child it waited for (the Pkl server, for svc)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.processes import Agent, is_cli_spare, on_demand_agent  # noqa: E402
+from support.processes import Agent, is_cli_spare, is_pkl_server, on_demand_agent  # noqa: E402
 
 
 def start_fake_agent(directory: Path, *, plugin_config: str = "", max_retries: int | None = 5,
@@ -57,14 +57,21 @@ def process_cpu(pid: int, thread: int | None = None, *, reaped: bool = False) ->
 
 
 def workers_cpu(server: int, *, within: float = 10.0) -> float:
-    """The CPU seconds of the workers the CLI server ``server`` has reaped, once it has reaped every one: a worker
-    tells its client the exit code before it exits, so the client can end before the server has waited for it. The
-    spare the server keeps for the next command is not waited for (a worker's CPU includes what it spent as a
-    spare: the faults it took ahead, ``svc.cli.prefault``)."""
+    """``server_cpu`` once the CLI server ``server`` has reaped every worker: a worker tells its client the exit code
+    before it exits, so the client can end before the server has waited for it. The spare the server keeps for the
+    next command is not waited for (a worker's CPU includes what it spent as a spare: the faults it took ahead,
+    ``svc.cli.prefault``), nor its Pkl server, which lives on (stopped) between commands."""
     deadline = time.monotonic() + within
-    while any(not is_cli_spare(child) for child in children(server)) and time.monotonic() < deadline:
+    while any(not (is_cli_spare(child) or is_pkl_server(child)) for child in children(server)) \
+            and time.monotonic() < deadline:
         time.sleep(0.001)
-    return process_cpu(server, reaped=True)
+    return server_cpu(server)
+
+
+def server_cpu(server: int) -> float:
+    """The CPU seconds of the workers the CLI server ``server`` has reaped and of the Pkl server it lends them."""
+    return process_cpu(server, reaped=True) + sum(process_cpu(child) for child in children(server)
+                                                  if is_pkl_server(child))
 
 
 def cli_server(runtime: Path) -> int | None:

@@ -62,8 +62,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_agent import children, cli_server, process_cpu, start_fake_agent, stop_cli_server, workers_cpu  # noqa: E402
+from fake_agent import (  # noqa: E402
+    children,
+    cli_server,
+    process_cpu,
+    server_cpu,
+    start_fake_agent,
+    stop_cli_server,
+    workers_cpu,
+)
 from svc_plugin_fake import FakeCloud  # noqa: E402
+
+from support.processes import is_pkl_server  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl): Terraform's -parallelism
 PHASES = ("apply", "no-op plan", "no-op apply", "update 10%", "destroy")
@@ -161,19 +171,22 @@ class _PeakSampler:
         while not self._done.wait(0.02):
             workers = children(self.server) if self.server else []
             for process in (self.pid, *workers):
-                self.own = max(self.own, _hwm_mib(process))
+                if is_pkl_server(process):  # the one the CLI server lends: what it holds now, not its past peak
+                    self.children = max(self.children, _status_mib(process, "VmRSS"))
+                    continue
+                self.own = max(self.own, _status_mib(process, "VmHWM"))
                 for child in children(process):
-                    self.children = max(self.children, _hwm_mib(child))
+                    self.children = max(self.children, _status_mib(child, "VmHWM"))
 
     def stop(self) -> None:
         self._done.set()
         self._thread.join()
 
 
-def _hwm_mib(pid: int) -> float:
+def _status_mib(pid: int, field: str) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -253,7 +266,7 @@ class Svc(Tool):
         pid = self.agent.process.pid
         agent_before = process_cpu(pid) + sum(process_cpu(child) for child in children(pid))
         server = cli_server(self.runtime)
-        server_before = process_cpu(server, reaped=True) if server else 0.0
+        server_before = server_cpu(server) if server else 0.0
         measured = run_measured([self.svc, *argv], cwd=self.directory, env=self.env, timeout=self.timeout,
                                 sample_rss=True, server=server)
         agent = process_cpu(pid) + sum(process_cpu(child) for child in children(pid)) - agent_before

@@ -17,7 +17,7 @@ import pexpect
 import pytest
 
 from support.fake_world import ENV, World, submit, wait_running
-from support.processes import SVC, is_cli_spare, run_svc
+from support.processes import SVC, is_cli_spare, is_pkl_server, run_svc
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
 ITEMS = "".join(f'new item.Item {{ label = "i{n}"; value = "v{n}" }}\n' for n in range(3))
@@ -52,8 +52,19 @@ class Server:
                 for pid in (task / "children").read_text().split()]
 
     def workers(self) -> list[int]:
-        """The children running a command: not the spare, which waits for the next one."""
-        return [pid for pid in self.children() if not is_cli_spare(pid)]
+        """The children running a command: not the spare, which waits for the next one, nor the Pkl server."""
+        return [pid for pid in self.children() if not (is_cli_spare(pid) or is_pkl_server(pid))]
+
+    def pkl(self, within: float = 30, other_than: int | None = None) -> int:
+        """The Pkl server the server lends its spares, once it has started it (one other than ``other_than``)."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            found = [pid for pid in self.children() if is_pkl_server(pid) and pid != other_than]
+            if found:
+                [pkl] = found
+                return pkl
+            time.sleep(0.02)
+        raise AssertionError(f"no Pkl server after {within} s: {self.log()}")
 
     def spare(self, within: float = 30) -> int:
         """The spare worker, once the server has forked it."""
@@ -266,3 +277,59 @@ def test_a_command_ends_as_it_would_have_when_its_server_dies_meanwhile(world: W
     assert follower.returncode == 0, out + err
     assert f"apply {command_id} succeeded." in out and not err, out + err
     assert _gone(worker)
+
+
+def _stopped(pid: int, within: float = 10) -> bool:
+    """Whether the process is stopped, within ``within`` seconds (a signal is delivered after ``kill`` returns)."""
+    deadline = time.monotonic() + within
+    while Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "T":
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_each_command_borrows_the_servers_pkl_server_which_waits_stopped(world: World, server: Server) -> None:
+    """The server lends one Pkl server to each command in turn: it evaluates with the command's environment, waits
+    stopped between commands, is replaced once lost, and goes with the server, even killed."""
+    server.start()
+    pkl = server.pkl()
+    forma = world.forma('new item.Item { label = "g"; value = read("env:GREETING") }\n')  # evaluated every time
+    for greeting in ("hello", "hi"):
+        evaluated = world.svc("eval", str(forma), "--output-consumer", "machine",
+                              env={**server.env, "GREETING": greeting})
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert f'"Value":"{greeting}"' in evaluated.stdout.replace(" ", ""), evaluated.stdout
+        server.spare()  # the command's worker has ended
+        assert server.pkl() == pkl and _stopped(pkl)
+    os.kill(pkl, signal.SIGKILL)  # lost between commands: the next one evaluates in a server of its own
+    evaluated = world.svc("eval", str(forma), "--output-consumer", "machine", env={**server.env, "GREETING": "yo"})
+    assert evaluated.returncode == 0 and '"yo"' in evaluated.stdout, evaluated.stderr
+    assert _gone(pkl)
+    replaced = server.pkl(other_than=pkl)
+    evaluated = world.svc("eval", str(forma), "--output-consumer", "machine", env={**server.env, "GREETING": "hey"})
+    assert evaluated.returncode == 0 and '"hey"' in evaluated.stdout, evaluated.stderr
+    os.kill(server.pid, signal.SIGKILL)
+    assert _gone(replaced)
+
+
+def test_an_apply_stops_the_pkl_server_it_borrowed_before_it_follows_the_command(world: World,
+                                                                                  server: Server) -> None:
+    """The borrowed Pkl server's compiler would keep a CPU busy while the agent runs the command: it is stopped as
+    soon as the forma is evaluated, while the command still runs."""
+    server.start()
+    pkl = server.pkl()
+    world.cloud.set_knob("hang", {"labels": ["i2"]})
+    follower = subprocess.Popen([SVC, "apply", str(world.forma(ITEMS)), "--yes", "--wait", "--config",
+                                 str(world.agent.config)], env={**os.environ, **ENV, **server.env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not world.inventory() and time.monotonic() < deadline:  # i0 and i1 are created, i2 hangs
+            time.sleep(0.05)
+        assert follower.poll() is None and server.workers()
+        assert server.pkl() == pkl and _stopped(pkl, within=1)
+    finally:
+        world.cloud.clear_knobs("hang")
+    out, err = follower.communicate(timeout=60)
+    assert follower.returncode == 0, out + err

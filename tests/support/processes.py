@@ -87,10 +87,19 @@ def child_command_lines(pid: int) -> list[str]:
 
 def is_cli_spare(pid: int) -> bool:
     """Whether a live process is the spare worker a CLI server keeps for the next command (by its process name)."""
+    return _name(pid) == SPARE_NAME
+
+
+def is_pkl_server(pid: int) -> bool:
+    """Whether a live process is a ``pkl server`` (of a command, or the one a CLI server lends its spares)."""
+    return _name(pid) == b"pkl"
+
+
+def _name(pid: int) -> bytes:
     try:
-        return Path(f"/proc/{pid}/comm").read_bytes().strip() == SPARE_NAME
+        return Path(f"/proc/{pid}/comm").read_bytes().strip()
     except OSError:
-        return False
+        return b""
 
 
 def run_svc(*args: str, env: Mapping[str, str] | None = None, input: str | None = None,

@@ -11,6 +11,11 @@ the server reports an end it could not tell (a signal) and forks the next spare.
 safe; one loop over the listener, the spare's and each worker's process file descriptor and each client's
 connection.
 
+The server also keeps a ``pkl server`` and lends it to each spare (``svc.pkl.server.Lendable``): the forma of a
+command evaluates in a Pkl server warm from the commands before (about half the time of a new one's), which is
+stopped whenever no command evaluates. A command that ran in a worker forked on demand, or one whose evaluation
+went wrong (or grew the Pkl server past ``MAX_LENT_RSS``), leaves the next spare a new one.
+
 The server leaves when it has been idle for ``IDLE_SECONDS``, when one of the files it imported changed on disk
 (an upgrade, an edit of a checkout: it refuses the command, which runs in its own process, and the next command
 starts a server of the new code), and on SIGTERM; in each case once its running workers have ended. A client
@@ -43,11 +48,15 @@ import msgspec
 from svc.cli.prefault import MAX_SPANS, Span, merged, prefault, read_report, report_written
 from svc.cli.source_watch import SourceWatch
 from svc.handoff import EXITED, REFUSED, STARTED, record
+from svc.pkl.binary import PklBinaryError
+from svc.pkl.server import Lendable, borrow_shared_server, give_back_shared_server
 
 IDLE_SECONDS = 600.0  # SVC_CLI_SERVER_IDLE, in the environment of the command that starts the server
 _REQUEST_TIMEOUT = 5.0  # a client sends its request as it connects
 _MAX_REQUEST = 16 * 1024 * 1024
 _GO = b"g"  # after a command given to a spare: run it
+# A worker's first word on its channel as it ends: whether the Pkl server it borrowed may be lent again.
+_PKL_KEPT, _PKL_LOST = b"k", b"-"
 SPARE_NAME = b"svc-cli-spare"  # a spare's process name until it takes a command
 _PR_SET_NAME, _PR_GET_NAME = 15, 16
 
@@ -173,6 +182,8 @@ class _Server:
         self.written: list[Span] = []  # what the workers wrote of the memory they shared with the server
         self.ended: dict[int, int] = {}  # process id → its process file descriptor, for each worker and the spare
         self.spare: _Spare | None = None
+        self.pkl: Lendable | None = None  # the Pkl server lent to each spare in turn
+        self.pkl_lent_to: int | None = None  # the process id of the worker that has it
         self.selector.register(listener, selectors.EVENT_READ, self._accept)
         # SIGTERM: stop listening, leave once the running commands have ended. Python retries a select() its signal
         # handler interrupted (PEP 475); a byte on this pipe, written by the interpreter as the signal arrives,
@@ -198,10 +209,16 @@ class _Server:
             self._drop_spare()
             for pid in set(self.ended) - set(self.workers):  # a spare, leaving now that its channel is closed
                 os.waitpid(pid, 0)
+            self._drop_pkl()
 
-    def _let_go(self) -> None:
+    def _let_go(self, *, borrowing: bool) -> None:
         """In a worker: closes what is the server's, so that only the server holds its lock, its listener and the
-        other clients' connections (a client's end of its connection then closes when the server's does)."""
+        other clients' connections (a client's end of its connection then closes when the server's does), and the
+        Pkl server's pipes unless ``borrowing`` it."""
+        if self.pkl is not None and not borrowing:
+            for pipe in (self.pkl.process.stdin, self.pkl.process.stdout):
+                if pipe is not None:
+                    pipe.close()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         for descriptor in (self.lock, *self.wakeup, *self.ended.values()):
@@ -227,6 +244,23 @@ class _Server:
         if self.spare is None and self.listener is not None:
             self.spare = self._fork(ahead=True)
 
+    def _lendable_pkl(self) -> Lendable | None:
+        """The Pkl server for the next spare, started if there is none; None while a worker has it, or if none can
+        start (the command's own evaluation then says why)."""
+        if self.pkl_lent_to is not None:
+            return None
+        if self.pkl is None:
+            try:
+                self.pkl = Lendable.start()
+            except (PklBinaryError, OSError):
+                return None
+        return self.pkl
+
+    def _drop_pkl(self) -> None:
+        if self.pkl is not None:
+            self.pkl.close()
+            self.pkl = None
+
     def _drop_spare(self) -> None:
         if self.spare is not None:
             self.spare.discard()
@@ -234,11 +268,14 @@ class _Server:
 
     def _fork(self, *, ahead: bool) -> _Spare:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pkl = self._lendable_pkl() if ahead else None
         pid = os.fork()
         if pid == 0:
             ours.close()
-            self._let_go()
-            _wait_for_command(theirs, self.written if ahead else None)
+            self._let_go(borrowing=pkl is not None)
+            _wait_for_command(theirs, self.written if ahead else None, pkl)
+        if pkl is not None:
+            self.pkl_lent_to = pid
         theirs.close()
         ended = self.ended[pid] = os.pidfd_open(pid)
         self.selector.register(ended, selectors.EVENT_READ, lambda fd: self._ended(pid, fd))
@@ -290,11 +327,16 @@ class _Server:
         self.selector.unregister(ended)
         os.close(self.ended.pop(pid))
         _, status = os.waitpid(pid, 0)
+        borrowed = self.pkl_lent_to == pid
+        if borrowed:
+            self.pkl_lent_to = None
         if self.spare is not None and self.spare.pid == pid:  # died waiting: the next command forks its worker
             self._drop_spare()
             return
         channel = self.channels.pop(pid, None)
         if channel is not None:
+            if _first_word(channel) != _PKL_KEPT and borrowed:
+                self._drop_pkl()
             self.written = merged([*self.written, *read_report(channel)])[:MAX_SPANS]
             channel.close()
         connection = self.workers.pop(pid, None)
@@ -369,10 +411,18 @@ def _rest_of_message(connection: socket.socket, data: bytes, after: int = 0) -> 
     return data[4:4 + size + after]
 
 
-def _wait_for_command(channel: socket.socket, written: list[Span] | None) -> NoReturn:
+def _first_word(channel: socket.socket) -> bytes:
+    try:
+        channel.setblocking(False)
+        return channel.recv(1)
+    except OSError:
+        return b""
+
+
+def _wait_for_command(channel: socket.socket, written: list[Span] | None, pkl: Lendable | None) -> NoReturn:
     """In a spare: takes the faults of the pages earlier workers ``written`` ahead (None: none, it is needed at
-    once), waits for a command and runs it as its worker (``_work``); leaves when the server goes away or drops
-    it."""
+    once), waits for a command and runs it as its worker (``_work``), with ``pkl`` lent to it; leaves when the
+    server goes away or drops it."""
     try:
         os.setpgid(0, 0)  # the group the client passes its signals to, from the moment it learns this process id
         name = _rename_process(SPARE_NAME)
@@ -393,7 +443,7 @@ def _wait_for_command(channel: socket.socket, written: list[Span] | None) -> NoR
         traceback.print_exc()
         os._exit(1)
     _rename_process(name)
-    _work(marshal.loads(message[:-len(_GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel)
+    _work(marshal.loads(message[:-len(_GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel, pkl)
 
 
 def _readable(channel: socket.socket) -> bool:
@@ -415,12 +465,14 @@ def _rename_process(name: bytes) -> bytes:
 
 
 def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket,
-          channel: socket.socket) -> NoReturn:
+          channel: socket.socket, pkl: Lendable | None = None) -> NoReturn:
     """In the forked worker: become the command's process, run it, exit with its code, which it tells ``client``
     itself as it exits: the client need not wait for this process's memory to be given back and the server to
     reap it (~2 ms), and a server that died meanwhile does not take the command's outcome with it. The server
-    still reports an end this process could not tell (a signal)."""
+    still reports an end this process could not tell (a signal), and hears from this one whether the Pkl server
+    ``pkl`` it lent may be lent again."""
     code = 1
+    borrowed = False
     try:
         _, args, environ, cwd, umask, streams = request
         for target, descriptor in enumerate(descriptors):
@@ -437,6 +489,7 @@ def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socke
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.stdin, sys.stdout, sys.stderr = (_stream(fd, mode, *streams[fd]) for fd, mode in enumerate("rww"))
         sys.argv = ["svc", *args]
+        borrowed = pkl is not None and borrow_shared_server(pkl)
         code = _command(args)
     except BaseException:
         traceback.print_exc()
@@ -451,8 +504,16 @@ def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socke
                 os.close(descriptor)
             except OSError:
                 pass
+        # The command is over: its client, told the exit code, leaves, and the server's hang-up of this process
+        # (``_Server._hung_up``) must not cut short what it does for the next one.
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         try:
             client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
+        except OSError:
+            pass
+        kept = not borrowed or give_back_shared_server()  # one it did not borrow, it did not touch
+        try:
+            channel.sendall(_PKL_KEPT if kept else _PKL_LOST)
         except OSError:
             pass
         report_written(channel)  # for the next spare: which pages this one wrote

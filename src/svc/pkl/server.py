@@ -3,16 +3,26 @@
 One server process is shared by every evaluation in this Python process (it is started on first
 use and restarted if it dies). Each evaluation gets a fresh evaluator inside that process so that
 Pkl's module cache never serves a file as it was before an edit.
+
+A process can also be lent one another process started (``Lendable``: the CLI server keeps one for the commands it
+runs, ``svc.cli.server``). A server that has evaluated before evaluates again in about half the time (its code is
+warm, its compiler has worked on it), but that compiler then keeps a CPU busy for seconds, which the command that
+follows the evaluation (the agent's work) needs: so a lent server runs only while it is used, and is stopped
+(``SIGSTOP``) the rest of the time, from its borrower's ``stop_shared_server`` to the next evaluation.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
+import select
+import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -43,6 +53,10 @@ MAX_ANSWER_BYTES = 2**32 - 1  # msgpack's largest buffer: one message of the ser
 _STANDARD_MODULES = ["pkl:", "repl:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
 _STANDARD_RESOURCES = ["env:", "prop:", "file:", "https:", "package:", "projectpackage:", "modulepath:"]
 
+
+_PR_SET_PDEATHSIG = 1
+# A lent server that has grown past this is not lent again: it holds its memory while it waits, stopped.
+MAX_LENT_RSS = 320 * 1024 * 1024
 
 # The client-side readers of one evaluation, by scheme: (module readers, resource readers).
 _Readers = tuple[dict[str, ModuleReader], dict[str, ResourceReader]]
@@ -80,10 +94,51 @@ class EvaluationRequest:
     project: Mapping[str, Any] | None = None
 
 
-class PklServer:
-    """One ``pkl server`` child process; evaluations are serialised through it."""
+def _start_process(binary: Path, *, dies_with_parent: bool = False) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([str(binary), "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent if dies_with_parent else None)
 
-    def __init__(self) -> None:
+
+def _die_with_parent() -> None:
+    """In the child before it runs Pkl: killed when its parent dies (Linux's ``PR_SET_PDEATHSIG``), however the
+    parent ends. A lent server waits stopped; orphaned, it would wait forever."""
+    try:
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: its lender kills it as it leaves
+        pass
+
+
+def _identity(binary: Path) -> tuple[str, int, int]:
+    """The binary as it is now: a server started from it before an upgrade runs the old one."""
+    stat = binary.stat()
+    return str(binary), stat.st_ino, stat.st_mtime_ns
+
+
+@dataclass
+class Lendable:
+    """A ``pkl server`` this process started to lend, one borrower at a time, to the processes it forks
+    (``borrow_shared_server``); it runs only while a borrower uses it."""
+
+    process: subprocess.Popen[bytes]
+    binary: tuple[str, int, int]
+
+    @classmethod
+    def start(cls) -> Lendable:
+        binary = find_pkl()
+        find_pkl.cache_clear()  # this process's choice, which its borrowers make again in their own environment
+        return cls(_start_process(binary, dies_with_parent=True), _identity(binary))
+
+    def close(self) -> None:
+        """Kills it and waits for it (a stopped process is killed as well)."""
+        self.process.kill()
+        self.process.wait()
+
+
+class PklServer:
+    """One ``pkl server`` child process (or a ``Lendable``'s, lent to this one); evaluations are serialised through
+    it."""
+
+    def __init__(self, lent: subprocess.Popen[bytes] | None = None) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._unpacker: msgpack.Unpacker | None = None
@@ -92,6 +147,11 @@ class PklServer:
         # with the next message it sends): the last error answered, to recognise that copy.
         self._answered_error: str | None = None
         self._exiting: list[subprocess.Popen[bytes]] = []  # killed, not yet reaped (close(wait=False))
+        # A process another one started and lends (stopped until used; another's child, never waited for here).
+        self._lent = lent
+        self._stopped = lent is not None
+        if lent is not None:
+            self._use(lent)
 
     # -- process lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -101,29 +161,66 @@ class PklServer:
             self._ensure_started()
 
     def _ensure_started(self) -> None:
+        if self._process is not None and self._process is self._lent:
+            if self._stopped:  # a lent process's death shows as the conversation's end (then retried here)
+                _signal(self._process, signal.SIGCONT)
+                self._stopped = False
+            return
         if self._process is not None and self._process.poll() is None:
             return
-        self._process = subprocess.Popen(
-            [str(find_pkl()), "server"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        self._use(_start_process(find_pkl()))
+
+    def _use(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
         # msgpack's default buffer (100 MiB) is smaller than one evaluation's answer for a forma of 100,000
         # resources (BufferFull): the server is ours, so its answers are bounded by the forma, not by a guess.
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=MAX_ANSWER_BYTES)
         self._answered_error = None
 
     def close(self, *, wait: bool = True) -> None:
-        """Stops the server. ``wait=False`` returns once it is killed, before it has exited: a server that
-        evaluated a big forma takes tens of milliseconds to give its memory back (60 ms at 1,000 resources), which
-        a caller with other work to do need not wait for; the next ``close()`` reaps it."""
+        """Stops the server: kills it, or stops a lent one until the next evaluation. ``wait=False`` returns once it
+        is killed, before it has exited: a server that evaluated a big forma takes tens of milliseconds to give its
+        memory back (60 ms at 1,000 resources), which a caller with other work to do need not wait for; the next
+        ``close()`` reaps it."""
         with self._lock:
-            self._discard_process(wait=wait)
+            if self._process is not None and self._process is self._lent:
+                self._stop_lent()
+            else:
+                self._discard_process(wait=wait)
+
+    def _stop_lent(self) -> None:
+        if not self._stopped:
+            _signal(self._process, signal.SIGSTOP)
+            self._stopped = True
+
+    def give_back(self) -> bool:
+        """Stops the lent process; whether it may be lent again: this one still uses it (its conversation never
+        went out of step), it has nothing more to say (pkl server 0.30 may repeat an error after its answer, which
+        the next borrower would take for an answer of its own), and it holds less than ``MAX_LENT_RSS``."""
+        with self._lock:
+            process = self._process
+            if process is None or process is not self._lent or process.stdout is None:
+                return False
+            self._stop_lent()
+            if self._answered_error is not None or self._unread(process.stdout):
+                return False
+            return _resident_bytes(process.pid) < MAX_LENT_RSS
+
+    def _unread(self, stdout: Any) -> bool:
+        """Whether the server said more than this one read: in the pipe, or decoded no further."""
+        if select.select([stdout], [], [], 0)[0]:
+            return True
+        for _ in self._unpacker or ():
+            return True
+        return False
 
     def _discard_process(self, *, wait: bool = True) -> None:
-        """Kills the server (under the lock); the next evaluation starts a new one."""
-        if self._process is not None:
+        """Kills the server (under the lock); the next evaluation starts a new one. A lent one is killed for its
+        lender to reap."""
+        if self._process is not None and self._process is self._lent:
+            _signal(self._process, signal.SIGKILL)
+            self._process = None
+        elif self._process is not None:
             self._process.kill()
             self._exiting.append(self._process)
             self._process = None
@@ -278,6 +375,22 @@ class PklServer:
         return msgpack.unpackb(result["result"], raw=False)
 
 
+def _signal(process: subprocess.Popen[bytes], number: int) -> None:
+    try:
+        os.kill(process.pid, number)
+    except ProcessLookupError:  # gone: the next message read or written says so
+        pass
+
+
+def _resident_bytes(pid: int) -> int:
+    """The process's resident memory; unknown counts as too much."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return MAX_LENT_RSS
+
+
 def _shape(message: Any) -> str:
     """What a message looks like, without its values (which can hold a forma's secrets)."""
     if isinstance(message, (list, tuple)):
@@ -298,11 +411,33 @@ def shared_server() -> PklServer:
         return _shared
 
 
+def borrow_shared_server(lendable: Lendable) -> bool:
+    """Makes ``lendable``'s process, which the process that forked this one started, the process-wide server of
+    this one; not when the Pkl binary this process would use is another (or was upgraded since it started)."""
+    global _shared
+    try:
+        if _identity(find_pkl()) != lendable.binary:
+            return False
+    except OSError:
+        return False
+    with _shared_lock:
+        _shared = PklServer(lent=lendable.process)
+    return True
+
+
+def give_back_shared_server() -> bool:
+    """Stops the process-wide server if it is a borrowed one; whether it may be lent again (``PklServer.give_back``).
+    For a borrower about to end."""
+    with _shared_lock:
+        server = _shared
+    return server is not None and server.give_back()
+
+
 def stop_shared_server(*, wait: bool = True) -> None:
-    """Stops the process-wide ``pkl server`` if it runs (a later evaluation starts another). For a process that
-    is done evaluating but not exiting: the server's JIT compiler keeps working on a CPU for a while after an
-    evaluation, and ``svc apply`` then waits for the agent, whose command it would slow down. ``wait`` as for
-    ``PklServer.close``."""
+    """Stops the process-wide ``pkl server`` if it runs (a later evaluation starts another, or resumes a borrowed
+    one). For a process that is done evaluating but not exiting: the server's JIT compiler keeps working on a CPU
+    for a while after an evaluation, and ``svc apply`` then waits for the agent, whose command it would slow down.
+    ``wait`` as for ``PklServer.close``."""
     with _shared_lock:
         server = _shared
     if server is not None:

@@ -1,0 +1,104 @@
+"""A ``pkl server`` lent by the process that started it (the CLI server lends one to each command's worker): it runs
+only while its borrower evaluates, stopped otherwise, and goes back to its lender only when nothing of the borrower's
+conversation can confuse the next one (real Pkl; the lender and the borrower are this one process here)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from svc.pkl import EvaluationRequest, PklError, find_pkl
+from svc.pkl import server as pkl_server
+from svc.pkl.server import Lendable, PklServer
+
+REQUEST = EvaluationRequest(module_uri="repl:text", module_text='x = read("env:GREETING")', expression="x")
+
+
+def _state(pid: int) -> str:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(line.split()[1] for line in status.splitlines() if line.startswith("State:"))
+
+
+def _stopped(pid: int, within: float = 10) -> bool:
+    """Whether the process is stopped, within ``within`` seconds (a signal is delivered after ``kill`` returns)."""
+    deadline = time.monotonic() + within
+    while _state(pid) != "T" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _state(pid) == "T"
+
+
+@pytest.fixture
+def lendable() -> Iterator[Lendable]:
+    lent = Lendable.start()
+    yield lent
+    lent.close()
+
+
+def test_a_lent_server_runs_only_while_it_evaluates(lendable: Lendable, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = PklServer(lent=lendable.process)
+    for greeting in ("hello", "hi"):  # each evaluation with the borrower's environment
+        monkeypatch.setenv("GREETING", greeting)
+        assert server.evaluate(REQUEST) == greeting
+        assert server.pid == lendable.process.pid and _state(server.pid) != "T"
+        server.close(wait=False)  # done evaluating: stopped, not killed
+        assert server.pid == lendable.process.pid and _stopped(server.pid)
+    assert server.give_back()
+    assert _stopped(lendable.process.pid)
+    # The next borrower resumes it.
+    again = PklServer(lent=lendable.process)
+    assert again.evaluate(REQUEST) == "hi"
+    assert again.give_back()
+
+
+def test_a_lent_server_is_not_given_back_after_an_error_or_past_its_memory_bound(
+        lendable: Lendable, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GREETING", "hello")
+    server = PklServer(lent=lendable.process)
+    with pytest.raises(PklError):  # pkl server may repeat an error after its answer: the next borrower would read it
+        server.evaluate(EvaluationRequest(module_uri="repl:text", module_text="x = nope", expression="x"))
+    assert not server.give_back()
+    server = PklServer(lent=lendable.process)
+    assert server.evaluate(REQUEST) == "hello"
+    monkeypatch.setattr(pkl_server, "MAX_LENT_RSS", 1024)
+    assert not server.give_back()
+
+
+def test_a_lent_server_that_died_is_replaced_by_one_of_the_borrowers_own(lendable: Lendable,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GREETING", "hello")
+    server = PklServer(lent=lendable.process)
+    os.kill(lendable.process.pid, signal.SIGKILL)
+    try:
+        assert server.evaluate(REQUEST) == "hello"  # retried on a new server
+        assert server.pid != lendable.process.pid
+        assert not server.give_back()
+    finally:
+        server.close()
+
+
+def test_a_borrower_using_another_pkl_binary_keeps_to_its_own(lendable: Lendable, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    assert pkl_server.borrow_shared_server(lendable)
+    try:
+        assert pkl_server.shared_server().pid == lendable.process.pid
+    finally:
+        pkl_server.give_back_shared_server()
+    other = tmp_path / "pkl"
+    other.symlink_to(os.path.realpath(lendable.binary[0]))
+    monkeypatch.setenv("SVC_PKL", str(other))
+    find_pkl.cache_clear()
+    try:
+        assert not pkl_server.borrow_shared_server(lendable)
+    finally:
+        find_pkl.cache_clear()
+
+
+def test_the_lenders_choice_of_binary_is_not_kept_for_its_borrowers(lendable: Lendable) -> None:
+    """The CLI server starts the Pkl server it lends before it forks its workers, which choose their binary in the
+    command's environment ($SVC_PKL): the lender's choice is not left cached for them."""
+    assert find_pkl.cache_info().currsize == 0
