@@ -94,6 +94,9 @@ def test_a_borrower_using_another_pkl_binary_keeps_to_its_own(lendable: Lendable
     find_pkl.cache_clear()
     try:
         assert not pkl_server.borrow_shared_server(lendable)
+        monkeypatch.setenv("SVC_PKL", str(tmp_path / "missing"))  # the command's evaluation says so, not this
+        find_pkl.cache_clear()
+        assert not pkl_server.borrow_shared_server(lendable)
     finally:
         find_pkl.cache_clear()
 

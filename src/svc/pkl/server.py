@@ -27,7 +27,7 @@ from typing import Any
 
 import msgpack
 
-from svc.pkl.binary import find_pkl
+from svc.pkl.binary import PklBinaryError, find_pkl
 from svc.pkl.readers import ModuleReader, ResourceReader
 
 log = logging.getLogger("svc.pkl")
@@ -418,7 +418,7 @@ def borrow_shared_server(lendable: Lendable) -> bool:
     try:
         if _identity(find_pkl()) != lendable.binary:
             return False
-    except OSError:
+    except (OSError, PklBinaryError):  # none to use: the command's own evaluation says why
         return False
     with _shared_lock:
         _shared = PklServer(lent=lendable.process)
