@@ -13,8 +13,9 @@ connection.
 
 The server also keeps a ``pkl server`` and lends it to each spare (``svc.pkl.server.Lendable``): the forma of a
 command evaluates in a Pkl server warm from the commands before (about half the time of a new one's), which is
-stopped whenever no command evaluates. A command that ran in a worker forked on demand, or one whose evaluation
-went wrong (or grew the Pkl server past ``MAX_LENT_RSS``), leaves the next spare a new one.
+stopped whenever no command evaluates. A worker forked on demand (a second command while the spare runs one)
+evaluates in a Pkl server of its own; one whose evaluation went wrong, or grew the Pkl server past
+``MAX_LENT_RSS``, leaves the next spare a new one.
 
 The server leaves when it has been idle for ``IDLE_SECONDS``, when one of the files it imported changed on disk
 (an upgrade, an edit of a checkout: it refuses the command, which runs in its own process, and the next command
