@@ -333,3 +333,36 @@ def test_an_apply_stops_the_pkl_server_it_borrowed_before_it_follows_the_command
         world.cloud.clear_knobs("hang")
     out, err = follower.communicate(timeout=60)
     assert follower.returncode == 0, out + err
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_a_command_killed_while_its_pkl_server_evaluates_leaves_the_next_one_a_new_server(world: World,
+                                                                                          server: Server) -> None:
+    """A client killed mid-evaluation has its worker hung up on: the Pkl server it borrowed is in the middle of a
+    conversation nobody will finish, so it is not lent again; the next command evaluates in a new one."""
+    server.start()
+    pkl = server.pkl()
+    slow = world.forma('new item.Item { label = "s"; value = IntSeq(1, 300000000).fold(0, (a, b) -> a + b).toString() }\n',
+                       name="slow.pkl")
+    client = subprocess.Popen([SVC, "eval", str(slow)], env={**os.environ, **ENV, **server.env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = _cpu_ticks(pkl)
+        deadline = time.monotonic() + 30
+        while _cpu_ticks(pkl) < started + 30 and time.monotonic() < deadline:  # until it has evaluated a while
+            time.sleep(0.01)
+        assert client.poll() is None, "the evaluation ended before the client was killed"
+        [worker] = server.workers()
+    finally:
+        client.kill()
+        client.wait()
+    assert _gone(worker) and _gone(pkl)
+    replaced = server.pkl(other_than=pkl)
+    quick = world.forma('new item.Item { label = "q"; value = "quick" }\n', name="quick.pkl")
+    evaluated = world.svc("eval", str(quick), "--output-consumer", "machine", env=server.env)
+    assert evaluated.returncode == 0 and '"quick"' in evaluated.stdout, evaluated.stderr
+    assert server.pkl() == replaced
