@@ -4,8 +4,8 @@ One server process is shared by every evaluation in this Python process (it is s
 use and restarted if it dies). Each evaluation gets a fresh evaluator inside that process so that
 Pkl's module cache never serves a file as it was before an edit.
 
-A process can also be lent one another process started (``Lendable``: the CLI server keeps one for the commands it
-runs, ``svc.cli.server``). A server that has evaluated before evaluates again in about half the time (its code is
+A process can also borrow one that another process started (``Lendable``: the CLI server keeps one for the commands
+it runs, ``svc.cli.server``). A server that has evaluated before evaluates again in about half the time (its code is
 warm, its compiler has worked on it), but that compiler then keeps a CPU busy for seconds, which the command that
 follows the evaluation (the agent's work) needs: so a lent server runs only while it is used, and is stopped
 (``SIGSTOP``) the rest of the time, from its borrower's ``stop_shared_server`` to the next evaluation.
