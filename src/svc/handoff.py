@@ -18,6 +18,7 @@ STARTED = 1  # the worker's process id (and process group)
 EXITED = 2  # its exit code, or minus the signal that ended it
 REFUSED = 3  # run it yourself: the server's code changed on disk since it started, or it is another installation's
 RECORD = 8
+MAX_REQUEST = 16 * 1024 * 1024  # a command's request (its arguments and environment), at most
 
 
 def record(kind: int, value: int) -> bytes:
@@ -32,6 +33,19 @@ def read_record(connection: _socket.socket) -> tuple[int, int]:
             raise ValueError("the server closed the connection")
         data += chunk
     return int.from_bytes(data[:4], "big", signed=True), int.from_bytes(data[4:], "big", signed=True)
+
+
+def rest_of_message(connection: _socket.socket, data: bytes, after: int = 0) -> bytes:
+    """A message (its size in 4 bytes, then itself) begun by ``data``, read to its end and ``after`` bytes beyond."""
+    size = int.from_bytes(data[:4], "big")
+    if len(data) < 4 or size > MAX_REQUEST:
+        raise ValueError("a malformed request")
+    while len(data) < 4 + size + after:
+        chunk = connection.recv(4 + size + after - len(data))
+        if not chunk:
+            raise EOFError("the other end left mid-request")
+        data += chunk
+    return data[4:4 + size + after]
 
 
 def identity() -> str:

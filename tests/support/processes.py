@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from svc.cli.server import SPARE_NAME
+from svc.cli.worker import SPARE_NAME
 from svc.plugins.conformance.bench import stop_agent
 
 SVC = str(Path(sys.executable).parent / "svc")

@@ -1,4 +1,4 @@
-"""A CLI server's worker (``svc.cli.server._work``) as it ends: its client hears the exit code, and whoever reads
+"""A CLI server's worker (``svc.cli.worker.work``) as it ends: its client hears the exit code, and whoever reads
 the command's output sees its end then, not once the worker's process is gone (tearing down a worker's memory takes
 milliseconds, which a pipe's reader, `svc apply | tee log`, waited for)."""
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from svc.cli import server
+from svc.cli import worker
 from svc.handoff import EXITED, read_record
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="forks a worker")
@@ -33,7 +33,7 @@ def test_the_output_ends_when_the_exit_code_is_told_not_when_the_worker_is_gone(
             server_end.close()
             for descriptor in (stdin_write, out_read, err_read):
                 os.close(descriptor)
-            server._work(request, [stdin_read, out_write, err_write], worker_end, report_end)
+            worker.work(request, [stdin_read, out_write, err_write], worker_end, report_end)
         finally:
             exit_now(1)
     try:

@@ -2,9 +2,10 @@
 
 Started by a command that found none (``python -P -m svc.cli.server BASE KEY``), it takes the lock
 ``BASE.lock`` (a second one started meanwhile leaves), imports the whole CLI once, listens on ``BASE.sock``
-(its directory is the user's alone) and runs each command in a worker it forked ahead: a spare, in a process
-group of its own (the client passes its signals to that group), which took the page faults of what earlier workers
-wrote while nobody waited (``svc.cli.prefault``) and waits on a socketpair for its command. Given one, the worker
+(its directory is the user's alone) and runs each command in a worker it forked ahead (``svc.cli.worker``): a
+spare, in a process group of its own (the client passes its signals to that group), which took the page faults of
+what earlier workers wrote while nobody waited (``svc.cli.prefault``) and waits on a socketpair for its command.
+Given one, the worker
 takes the command's standard streams, working directory, umask and environment and runs it as the console script
 would in its own process; it tells the client its exit code as it exits, then the server which pages it wrote, and
 the server reports an end it could not tell (a signal) and forks the next spare. Single-threaded, so forking is
@@ -25,15 +26,11 @@ whose connection drops (killed) has its worker hung up on, as a closed terminal 
 
 from __future__ import annotations
 
-import atexit
-import ctypes
 import fcntl
 import gc
 import importlib
-import io
 import marshal
 import os
-import select
 import selectors
 import signal
 import socket
@@ -42,24 +39,19 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import msgspec
 
-from svc.cli.prefault import MAX_SPANS, Span, merged, prefault, read_report, report_written
+from svc.cli.prefault import MAX_SPANS, Span, merged, read_report
 from svc.cli.source_watch import SourceWatch
-from svc.handoff import EXITED, REFUSED, STARTED, record
+from svc.cli.worker import GO, PKL_KEPT, wait_for_command
+from svc.handoff import EXITED, REFUSED, STARTED, record, rest_of_message
 from svc.pkl.binary import PklBinaryError
-from svc.pkl.server import Lendable, borrow_shared_server, give_back_shared_server
+from svc.pkl.server import Lendable
 
 IDLE_SECONDS = 600.0  # SVC_CLI_SERVER_IDLE, in the environment of the command that starts the server
 _REQUEST_TIMEOUT = 5.0  # a client sends its request as it connects
-_MAX_REQUEST = 16 * 1024 * 1024
-_GO = b"g"  # after a command given to a spare: run it
-# A worker's first word on its channel as it ends: whether the Pkl server it borrowed may be lent again.
-_PKL_KEPT, _PKL_LOST = b"k", b"-"
-SPARE_NAME = b"svc-cli-spare"  # a spare's process name until it takes a command
-_PR_SET_NAME, _PR_GET_NAME = 15, 16
 
 
 def main() -> None:
@@ -161,7 +153,7 @@ class _Spare:
         """Lets it run the command, now that its client knows its process id. The channel stays open: the worker
         tells through it, as it ends, which pages it wrote (``svc.cli.prefault``)."""
         try:
-            self.channel.sendall(_GO)
+            self.channel.sendall(GO)
         except OSError:
             pass  # it died: its end is reported as any worker's
 
@@ -274,7 +266,7 @@ class _Server:
         if pid == 0:
             ours.close()
             self._let_go(borrowing=pkl is not None)
-            _wait_for_command(theirs, self.written if ahead else None, pkl)
+            wait_for_command(theirs, self.written if ahead else None, pkl)
         if pkl is not None:
             self.pkl_lent_to = pid
         theirs.close()
@@ -336,7 +328,7 @@ class _Server:
             return
         channel = self.channels.pop(pid, None)
         if channel is not None:
-            if _first_word(channel) != _PKL_KEPT and borrowed:
+            if _first_word(channel) != PKL_KEPT and borrowed:
                 self._drop_pkl()
             self.written = merged([*self.written, *read_report(channel)])[:MAX_SPANS]
             channel.close()
@@ -389,7 +381,7 @@ def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], bytes, list[in
             os.close(descriptor)
         raise ValueError("not this user's, or without its streams")
     try:
-        raw = _rest_of_message(connection, data)
+        raw = rest_of_message(connection, data)
         request = marshal.loads(raw)
     except BaseException:
         for descriptor in descriptors:
@@ -399,150 +391,12 @@ def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], bytes, list[in
     return request, raw, descriptors
 
 
-def _rest_of_message(connection: socket.socket, data: bytes, after: int = 0) -> bytes:
-    """A message (its size in 4 bytes, then itself) begun by ``data``, read to its end and ``after`` bytes beyond."""
-    size = int.from_bytes(data[:4], "big")
-    if len(data) < 4 or size > _MAX_REQUEST:
-        raise ValueError("a malformed request")
-    while len(data) < 4 + size + after:
-        chunk = connection.recv(4 + size + after - len(data))
-        if not chunk:
-            raise EOFError("the other end left mid-request")
-        data += chunk
-    return data[4:4 + size + after]
-
-
 def _first_word(channel: socket.socket) -> bytes:
     try:
         channel.setblocking(False)
         return channel.recv(1)
     except OSError:
         return b""
-
-
-def _wait_for_command(channel: socket.socket, written: list[Span] | None, pkl: Lendable | None) -> NoReturn:
-    """In a spare: takes the faults of the pages earlier workers ``written`` ahead (None: none, it is needed at
-    once), waits for a command and runs it as its worker (``_work``), with ``pkl`` lent to it; leaves when the
-    server goes away or drops it."""
-    try:
-        os.setpgid(0, 0)  # the group the client passes its signals to, from the moment it learns this process id
-        name = _rename_process(SPARE_NAME)
-        if written is not None:
-            prefault(lambda: _readable(channel), written)
-        data, descriptors, _, _ = socket.recv_fds(channel, 65536, 4)
-        try:
-            message = _rest_of_message(channel, data, after=len(_GO))
-            if len(descriptors) != 4 or message[-len(_GO):] != _GO:
-                raise ValueError("no command")
-        except BaseException:
-            for descriptor in descriptors:
-                os.close(descriptor)
-            raise
-    except (OSError, ValueError, EOFError):
-        os._exit(0)  # the server went away, or dropped this spare
-    except BaseException:
-        traceback.print_exc()
-        os._exit(1)
-    _rename_process(name)
-    _work(marshal.loads(message[:-len(_GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel, pkl)
-
-
-def _readable(channel: socket.socket) -> bool:
-    poller = select.poll()
-    poller.register(channel, select.POLLIN)
-    return bool(poller.poll(0))
-
-
-def _rename_process(name: bytes) -> bytes:
-    """Sets the name ``ps -o comm`` and ``/proc/PID/comm`` show (Linux's ``PR_SET_NAME``); the one it had."""
-    had = ctypes.create_string_buffer(16)
-    try:
-        prctl = ctypes.CDLL(None).prctl
-        prctl(_PR_GET_NAME, had, 0, 0, 0)
-        prctl(_PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux
-        pass
-    return had.value
-
-
-def _work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket,
-          channel: socket.socket, pkl: Lendable | None = None) -> NoReturn:
-    """In the forked worker: become the command's process, run it, exit with its code, which it tells ``client``
-    itself as it exits: the client need not wait for this process's memory to be given back and the server to
-    reap it (~2 ms), and a server that died meanwhile does not take the command's outcome with it. The server
-    still reports an end this process could not tell (a signal), and hears from this one whether the Pkl server
-    ``pkl`` it lent may be lent again."""
-    code = 1
-    borrowed = False
-    try:
-        _, args, environ, cwd, umask, streams = request
-        for target, descriptor in enumerate(descriptors):
-            os.dup2(descriptor, target)
-        for descriptor in descriptors:
-            if descriptor > 2:
-                os.close(descriptor)
-        os.chdir(cwd)
-        os.umask(umask)
-        os.environ.clear()
-        os.environ.update(environ)
-        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
-            signal.signal(number, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        sys.stdin, sys.stdout, sys.stderr = (_stream(fd, mode, *streams[fd]) for fd, mode in enumerate("rww"))
-        sys.argv = ["svc", *args]
-        borrowed = pkl is not None and borrow_shared_server(pkl)
-        code = _command(args)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001 - a closed pipe: the exit code still goes back
-                pass
-        for descriptor in (0, 1, 2):  # a reader of the command's output sees its end now, not once this is gone
-            try:
-                os.close(descriptor)
-            except OSError:
-                pass
-        # The command is over: its client, told the exit code, leaves, and the server's hang-up of this process
-        # (``_Server._hung_up``) must not cut short what it does for the next one.
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        try:
-            client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
-        except OSError:
-            pass
-        kept = not borrowed or give_back_shared_server()  # one it did not borrow, it did not touch
-        try:
-            channel.sendall(_PKL_KEPT if kept else _PKL_LOST)
-        except OSError:
-            pass
-        report_written(channel)  # for the next spare: which pages this one wrote
-        os._exit(code)
-
-
-def _stream(descriptor: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
-    """The standard stream over the client's descriptor, as Python made the client's: its encoding and error
-    handler; line-buffered on a terminal, and stderr always."""
-    buffering = 1 if descriptor == 2 else -1  # -1: line-buffered when a terminal, as open() decides
-    return open(descriptor, mode, encoding=encoding, errors=errors, buffering=buffering,  # noqa: SIM115
-                closefd=False)
-
-
-def _command(args: list[str]) -> int:
-    """What ``svc.cli.main.run`` does in the command's own process, less the start-up collector tuning the
-    server did once: the command, then the exit handlers."""
-    from svc.cli.main import main
-
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    try:
-        code: int = main(args)
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        if isinstance(exit_.code, str):
-            print(exit_.code, file=sys.stderr)
-    atexit._run_exitfuncs()
-    return code
 
 
 if __name__ == "__main__":
