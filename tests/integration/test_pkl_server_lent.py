@@ -4,8 +4,11 @@ conversation can confuse the next one (real Pkl; the lender and the borrower are
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,3 +108,34 @@ def test_the_lenders_choice_of_binary_is_not_kept_for_its_borrowers(lendable: Le
     """The CLI server starts the Pkl server it lends before it forks its workers, which choose their binary in the
     command's environment ($SVC_PKL): the lender's choice is not left cached for them."""
     assert find_pkl.cache_info().currsize == 0
+
+
+STAND_IN = r"""
+import os, sys, msgpack
+unpacker = msgpack.Unpacker(raw=False)
+def send(code, body):
+    os.write(1, msgpack.packb([code, body]))
+while chunk := os.read(0, 65536):
+    unpacker.feed(chunk)
+    for code, body in unpacker:
+        if code == 0x20:  # create an evaluator: first, a late second answer to an earlier borrower's evaluation
+            send(0x24, {"requestId": 2, "evaluatorId": 1, "result": msgpack.packb("an earlier borrower's")})
+            send(0x21, {"requestId": body["requestId"], "evaluatorId": 1})
+        elif code == 0x23:
+            send(0x24, {"requestId": body["requestId"], "evaluatorId": 1, "result": msgpack.packb("this one's")})
+"""
+
+
+def test_a_repeated_answer_to_an_earlier_borrower_is_recognised_as_one(caplog: pytest.LogCaptureFixture) -> None:
+    """pkl server 0.30 sometimes answers an evaluation twice; the second answer to an earlier borrower's request can
+    reach the next borrower, who numbers its requests after theirs and drops it (a stand-in for pkl server that
+    does this every time)."""
+    stand_in = subprocess.Popen([sys.executable, "-c", STAND_IN], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        server = PklServer(lent=stand_in)
+        with caplog.at_level(logging.DEBUG, logger="svc.pkl"):
+            assert server.evaluate(REQUEST) == "this one's"
+        assert server.pid == stand_in.pid and "retrying" not in caplog.text
+    finally:
+        stand_in.kill()
+        stand_in.wait()

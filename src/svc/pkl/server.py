@@ -20,6 +20,7 @@ import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +153,9 @@ class PklServer:
         self._stopped = lent is not None
         if lent is not None:
             self._use(lent)
+            # Numbered after every earlier borrower's requests: pkl server 0.30 sometimes answers an evaluation
+            # twice, and a second answer to one of theirs, read by this one, is then recognised as a repeat.
+            self._next_id = time.monotonic_ns() // 1000
 
     # -- process lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -304,11 +308,13 @@ class PklServer:
     def evaluate(self, request: EvaluationRequest) -> Any:
         """Evaluates ``request.expression`` in the module and returns the decoded value."""
         with self._lock:
+            borrowed = self._process is not None and self._process is self._lent
             try:
                 return self._evaluate_once(request)
             except (OSError, PklServerError) as error:
-                # Evaluation has no side effects, so one retry on a fresh server hides a hiccup of the old one.
-                log.warning("%s; retrying on a new pkl server", error)
+                # Evaluation has no side effects, so one retry on a fresh server hides a hiccup of the old one. A
+                # borrowed one that fails is no news to the user (its lender lends none that failed again).
+                log.log(logging.DEBUG if borrowed else logging.WARNING, "%s; retrying on a new pkl server", error)
                 return self._evaluate_once(request)
 
     def _evaluate_once(self, request: EvaluationRequest) -> Any:
