@@ -17,7 +17,7 @@ import pexpect
 import pytest
 
 from support.fake_world import ENV, World, submit, wait_running
-from support.processes import SVC, is_cli_spare, is_pkl_server, run_svc
+from support.processes import SVC, is_cli_spare, is_pkl_server, process_state, run_svc, stopped_within
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
 ITEMS = "".join(f'new item.Item {{ label = "i{n}"; value = "v{n}" }}\n' for n in range(3))
@@ -97,12 +97,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
 def _gone(pid: int, within: float = 30) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] if Path(f"/proc/{pid}").exists() else "X"
-        if state in ("Z", "X"):
+        if process_state(pid) in (None, "Z", "X"):
             return True
         time.sleep(0.05)
     return False
@@ -279,17 +274,7 @@ def test_a_command_ends_as_it_would_have_when_its_server_dies_meanwhile(world: W
     assert _gone(worker)
 
 
-def _stopped(pid: int, within: float = 10) -> bool:
-    """Whether the process is stopped, within ``within`` seconds (a signal is delivered after ``kill`` returns)."""
-    deadline = time.monotonic() + within
-    while Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "T":
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
-def test_each_command_borrows_the_servers_pkl_server_which_waits_stopped(world: World, server: Server) -> None:
+def test_each_command_borrows_the_servers_pkl_server_which_waitsstopped_within(world: World, server: Server) -> None:
     """The server lends one Pkl server to each command in turn: it evaluates with the command's environment, waits
     stopped between commands, is replaced once lost, and goes with the server, even killed."""
     server.start()
@@ -301,7 +286,7 @@ def test_each_command_borrows_the_servers_pkl_server_which_waits_stopped(world: 
         assert evaluated.returncode == 0, evaluated.stderr
         assert f'"Value":"{greeting}"' in evaluated.stdout.replace(" ", ""), evaluated.stdout
         server.spare()  # the command's worker has ended
-        assert server.pkl() == pkl and _stopped(pkl)
+        assert server.pkl() == pkl and stopped_within(pkl)
     os.kill(pkl, signal.SIGKILL)  # lost between commands: the next one evaluates in a server of its own
     evaluated = world.svc("eval", str(forma), "--output-consumer", "machine", env={**server.env, "GREETING": "yo"})
     assert evaluated.returncode == 0 and '"yo"' in evaluated.stdout, evaluated.stderr
@@ -328,7 +313,7 @@ def test_an_apply_stops_the_pkl_server_it_borrowed_before_it_follows_the_command
         while not world.inventory() and time.monotonic() < deadline:  # i0 and i1 are created, i2 hangs
             time.sleep(0.05)
         assert follower.poll() is None and server.workers()
-        assert server.pkl() == pkl and _stopped(pkl, within=1)
+        assert server.pkl() == pkl and stopped_within(pkl, within=1)
     finally:
         world.cloud.clear_knobs("hang")
     out, err = follower.communicate(timeout=60)

@@ -9,30 +9,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from support.processes import process_state, stopped_within
 from svc.pkl import EvaluationRequest, PklError, find_pkl
 from svc.pkl import server as pkl_server
 from svc.pkl.server import Lendable, PklServer
 
 REQUEST = EvaluationRequest(module_uri="repl:text", module_text='x = read("env:GREETING")', expression="x")
-
-
-def _state(pid: int) -> str:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return next(line.split()[1] for line in status.splitlines() if line.startswith("State:"))
-
-
-def _stopped(pid: int, within: float = 10) -> bool:
-    """Whether the process is stopped, within ``within`` seconds (a signal is delivered after ``kill`` returns)."""
-    deadline = time.monotonic() + within
-    while _state(pid) != "T" and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return _state(pid) == "T"
 
 
 @pytest.fixture
@@ -47,11 +34,11 @@ def test_a_lent_server_runs_only_while_it_evaluates(lendable: Lendable, monkeypa
     for greeting in ("hello", "hi"):  # each evaluation with the borrower's environment
         monkeypatch.setenv("GREETING", greeting)
         assert server.evaluate(REQUEST) == greeting
-        assert server.pid == lendable.process.pid and _state(server.pid) != "T"
+        assert server.pid == lendable.process.pid and process_state(server.pid) != "T"
         server.close(wait=False)  # done evaluating: stopped, not killed
-        assert server.pid == lendable.process.pid and _stopped(server.pid)
+        assert server.pid == lendable.process.pid and stopped_within(server.pid)
     assert server.give_back()
-    assert _stopped(lendable.process.pid)
+    assert stopped_within(lendable.process.pid)
     # The next borrower resumes it.
     again = PklServer(lent=lendable.process)
     assert again.evaluate(REQUEST) == "hi"

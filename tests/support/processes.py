@@ -95,6 +95,25 @@ def is_pkl_server(pid: int) -> bool:
     return _name(pid) == b"pkl"
 
 
+def process_state(pid: int) -> str | None:
+    """A process's state letter (R, S, T: stopped, Z: exited, not reaped, …), or None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def stopped_within(pid: int, within: float = 10) -> bool:
+    """Whether the process is stopped (SIGSTOP), within ``within`` seconds: a signal is delivered after ``kill``
+    returns."""
+    deadline = time.monotonic() + within
+    while process_state(pid) != "T":
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def _name(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/comm").read_bytes().strip()

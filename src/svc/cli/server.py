@@ -5,12 +5,11 @@ Started by a command that found none (``python -P -m svc.cli.server BASE KEY``),
 (its directory is the user's alone) and runs each command in a worker it forked ahead (``svc.cli.worker``): a
 spare, in a process group of its own (the client passes its signals to that group), which took the page faults of
 what earlier workers wrote while nobody waited (``svc.cli.prefault``) and waits on a socketpair for its command.
-Given one, the worker
-takes the command's standard streams, working directory, umask and environment and runs it as the console script
-would in its own process; it tells the client its exit code as it exits, then the server which pages it wrote, and
-the server reports an end it could not tell (a signal) and forks the next spare. Single-threaded, so forking is
-safe; one loop over the listener, the spare's and each worker's process file descriptor and each client's
-connection.
+Given one, the worker takes the command's standard streams, working directory, umask and environment and runs it
+as the console script would in its own process; it tells the client its exit code as it exits, then the server
+which pages it wrote, and the server reports an end it could not tell (a signal) and forks the next spare.
+Single-threaded, so forking is safe; one loop over the listener, the spare's and each worker's process file
+descriptor and each client's connection.
 
 The server also keeps a ``pkl server`` and lends it to each spare (``svc.pkl.server.Lendable``): the forma of a
 command evaluates in a Pkl server warm from the commands before (about half the time of a new one's), which is

@@ -74,8 +74,8 @@ def _rename_process(name: bytes) -> bytes:
     return had.value
 
 
-def work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket,
-          channel: socket.socket, pkl: Lendable | None = None) -> NoReturn:
+def work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket, channel: socket.socket,
+         pkl: Lendable | None = None) -> NoReturn:
     """In the forked worker: become the command's process, run it, exit with its code, which it tells ``client``
     itself as it exits: the client need not wait for this process's memory to be given back and the server to
     reap it (~2 ms), and a server that died meanwhile does not take the command's outcome with it. The server
