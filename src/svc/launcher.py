@@ -87,7 +87,8 @@ def _hand_off(connection: _socket.socket, args: list[str], key: str) -> int | No
         message = len(request).to_bytes(4, "big") + request
         descriptors = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # C ints, as SCM_RIGHTS holds
         sent = connection.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])
-        connection.sendall(message[sent:])
+        if sent < len(message):  # never a send of nothing: once all is sent, the command may have run and the
+            connection.sendall(message[sent:])  # server closed the connection, so that it would fail (EPIPE)
         kind, worker = read_record(connection)
     except (OSError, ValueError):  # the server went away before it took the command: nothing ran
         kind = worker = 0

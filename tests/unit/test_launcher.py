@@ -3,10 +3,13 @@ lives (a directory only this user can enter), and which server fits a command.""
 
 from __future__ import annotations
 
+import _socket
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -87,3 +90,36 @@ def test_a_ctrl_c_before_any_worker_took_the_command_ends_it_having_run_nothing(
 
 def test_no_signal_no_worker_runs_the_command_here() -> None:
     assert launcher._Signals().given_back() is None
+
+
+def test_a_command_the_server_ran_before_this_process_finished_sending_is_not_run_again() -> None:
+    """Descheduled right after its request went out (a loaded machine), the client may find the command run and its
+    connection closed by the time it goes on: it takes the exit code waiting for it, rather than a broken pipe for
+    a server that ran nothing and the command a second time here."""
+    ours, theirs = socket.socketpair()
+    hung_up = threading.Event()
+
+    class DescheduledAfterSending(_socket.socket):
+        def sendmsg(self, *args: object) -> int:
+            sent: int = super().sendmsg(*args)
+            hung_up.wait(10)
+            return sent
+
+    def server() -> None:
+        data, descriptors, _, _ = socket.recv_fds(ours, 65536, 3)
+        handoff.rest_of_message(ours, data)
+        for descriptor in descriptors:
+            os.close(descriptor)
+        ours.sendall(handoff.record(handoff.STARTED, 2**22 + 1) + handoff.record(handoff.EXITED, 7))
+        ours.close()
+        hung_up.set()
+
+    handlers = {number: signal.getsignal(number) for number in (*launcher._FORWARDED, signal.SIGTSTP)}
+    answering = threading.Thread(target=server)
+    answering.start()
+    try:
+        assert launcher._hand_off(DescheduledAfterSending(fileno=theirs.detach()), ["--version"], "key") == 7
+    finally:
+        answering.join(10)
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
