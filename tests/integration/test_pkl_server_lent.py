@@ -7,14 +7,18 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from support.processes import process_state, stopped_within
+from svc.cli import server as cli_server
+from svc.cli import worker as cli_worker
 from svc.pkl import EvaluationRequest, PklError, find_pkl
 from svc.pkl import server as pkl_server
 from svc.pkl.server import Lendable, PklServer
@@ -37,12 +41,45 @@ def test_a_lent_server_runs_only_while_it_evaluates(lendable: Lendable, monkeypa
         assert server.pid == lendable.process.pid and process_state(server.pid) != "T"
         server.close(wait=False)  # done evaluating: stopped, not killed
         assert server.pid == lendable.process.pid and stopped_within(server.pid)
-    assert server.give_back()
+    assert server.give_back() is not None
     assert stopped_within(lendable.process.pid)
     # The next borrower resumes it.
     again = PklServer(lent=lendable.process)
     assert again.evaluate(REQUEST) == "hi"
-    assert again.give_back()
+    assert again.give_back() is not None
+
+
+def test_the_evaluators_a_borrower_kept_serve_the_next_borrower(lendable: Lendable, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    module = tmp_path / "settings.pkl"
+    module.write_text("x = 0\n")
+
+    def request(text: str) -> EvaluationRequest:
+        return EvaluationRequest(module_uri=module.as_uri(), module_text=text, expression="x", reuse_key="settings")
+
+    first = PklServer(lent=lendable.process, evaluators=lendable.evaluators)
+    assert first.evaluate(request("x = 1")) == 1
+    kept = first.give_back()
+    assert kept is not None and len(kept.ids()) == 1
+    created: list[Any] = []
+    monkeypatch.setattr(PklServer, "_create_evaluator", lambda *args: created.append(args))
+    second = PklServer(lent=lendable.process, evaluators=kept)
+    assert second.evaluate(request("x = 2")) == 2  # its own text, in the evaluator the first one kept
+    assert created == []
+    again = second.give_back()
+    assert again is not None and again.ids() == kept.ids()
+
+
+def test_the_server_hears_from_its_worker_which_evaluators_the_lent_server_keeps(lendable: Lendable) -> None:
+    lendable.evaluators.keep("settings", 5, 1)
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(cli_worker._word_on_pkl(lendable, borrowed=False) + b"the rest")
+        kept = cli_server._pkl_given_back(ours)
+        assert kept is not None and kept.ids() == [5]
+        assert ours.recv(64) == b"the rest"  # what the worker reports next (the pages it wrote)
+        theirs.sendall(cli_worker.PKL_LOST)
+        assert cli_server._pkl_given_back(ours) is None
 
 
 def test_a_lent_server_is_not_given_back_after_an_error_or_past_its_memory_bound(
@@ -51,11 +88,11 @@ def test_a_lent_server_is_not_given_back_after_an_error_or_past_its_memory_bound
     server = PklServer(lent=lendable.process)
     with pytest.raises(PklError):  # pkl server may repeat an error after its answer: the next borrower would read it
         server.evaluate(EvaluationRequest(module_uri="repl:text", module_text="x = nope", expression="x"))
-    assert not server.give_back()
+    assert server.give_back() is None
     server = PklServer(lent=lendable.process)
     assert server.evaluate(REQUEST) == "hello"
     monkeypatch.setattr(pkl_server, "MAX_LENT_RSS", 1024)
-    assert not server.give_back()
+    assert server.give_back() is None
 
 
 def test_a_lent_server_that_died_is_replaced_by_one_of_the_borrowers_own(lendable: Lendable,
@@ -66,7 +103,7 @@ def test_a_lent_server_that_died_is_replaced_by_one_of_the_borrowers_own(lendabl
     try:
         assert server.evaluate(REQUEST) == "hello"  # retried on a new server
         assert server.pid != lendable.process.pid
-        assert not server.give_back()
+        assert server.give_back() is None
     finally:
         server.close()
 

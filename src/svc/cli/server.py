@@ -47,6 +47,7 @@ from svc.cli.source_watch import SourceWatch
 from svc.cli.worker import GO, PKL_KEPT, wait_for_command
 from svc.handoff import EXITED, REFUSED, STARTED, record, rest_of_message
 from svc.pkl.binary import PklBinaryError
+from svc.pkl.kept_evaluators import KeptEvaluators
 from svc.pkl.server import Lendable
 
 IDLE_SECONDS = 600.0  # SVC_CLI_SERVER_IDLE, in the environment of the command that starts the server
@@ -327,8 +328,11 @@ class _Server:
             return
         channel = self.channels.pop(pid, None)
         if channel is not None:
-            if _first_word(channel) != PKL_KEPT and borrowed:
+            evaluators = _pkl_given_back(channel)
+            if borrowed and evaluators is None:
                 self._drop_pkl()
+            elif borrowed and self.pkl is not None and evaluators is not None:
+                self.pkl.evaluators = evaluators
             self.written = merged([*self.written, *read_report(channel)])[:MAX_SPANS]
             channel.close()
         connection = self.workers.pop(pid, None)
@@ -390,12 +394,16 @@ def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], bytes, list[in
     return request, raw, descriptors
 
 
-def _first_word(channel: socket.socket) -> bytes:
+def _pkl_given_back(channel: socket.socket) -> KeptEvaluators | None:
+    """What an ended worker said of the Pkl server lent to it (``svc.cli.worker``): the evaluators it keeps, or None
+    when it may not be lent again. The worker has exited: all it sent is there to read."""
     try:
         channel.setblocking(False)
-        return channel.recv(1)
-    except OSError:
-        return b""
+        if channel.recv(len(PKL_KEPT)) != PKL_KEPT:
+            return None
+        return KeptEvaluators.from_bytes(rest_of_message(channel, channel.recv(4)))
+    except (OSError, ValueError, EOFError):
+        return None
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """A CLI server's worker (``svc.cli.server``): forked ahead as a spare, it waits for its command, then becomes the
 command's process. It takes the command's standard streams, working directory, umask and environment, runs it as
 the console script would in its own process, tells the client its exit code, and then the server, on their
-channel, whether the Pkl server it was lent may be lent again (``PKL_KEPT``) and which pages it wrote
-(``svc.cli.prefault``)."""
+channel, whether the Pkl server it was lent may be lent again (``PKL_KEPT``, with the evaluators it keeps) and
+which pages it wrote (``svc.cli.prefault``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from svc.handoff import EXITED, record, rest_of_message
 from svc.pkl.server import Lendable, borrow_shared_server, give_back_shared_server
 
 GO = b"g"  # after a command given to a spare: run it
-# A worker's first word on its channel as it ends: whether the Pkl server it borrowed may be lent again.
+# A worker's first word on its channel as it ends: whether the Pkl server it borrowed may be lent again. A worker
+# lent one follows ``PKL_KEPT`` with the table of its kept evaluators (its size in 4 bytes, then itself).
 PKL_KEPT, PKL_LOST = b"k", b"-"
 SPARE_NAME = b"svc-cli-spare"  # a spare's process name until it takes a command
 _PR_SET_NAME, _PR_GET_NAME = 15, 16
@@ -121,13 +122,21 @@ def work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket
             client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
         except OSError:
             pass
-        kept = not borrowed or give_back_shared_server()  # one it did not borrow, it did not touch
         try:
-            channel.sendall(PKL_KEPT if kept else PKL_LOST)
+            channel.sendall(_word_on_pkl(pkl, borrowed))
         except OSError:
             pass
         report_written(channel)  # for the next spare: which pages this one wrote
         os._exit(code)
+
+
+def _word_on_pkl(pkl: Lendable | None, borrowed: bool) -> bytes:
+    """What the server hears of the Pkl server it lent (``PKL_KEPT`` and its kept evaluators, or ``PKL_LOST``)."""
+    evaluators = give_back_shared_server() if borrowed else pkl.evaluators if pkl is not None else None
+    if evaluators is None:
+        return PKL_LOST
+    table = evaluators.to_bytes()
+    return PKL_KEPT + len(table).to_bytes(4, "big") + table
 
 
 def _stream(descriptor: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:

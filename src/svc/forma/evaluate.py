@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.errors import FormaError, from_pkl_error
-from svc.forma.evaluation_cache import COMMAND_PROPERTY, EvaluationCache, cache_enabled
+from svc.forma.evaluation_cache import COMMAND_PROPERTY, EvaluationCache, Sources, cache_enabled
 from svc.model import wire
 from svc.model.forma_document import LISTED_SCHEMAS, Property
 from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
@@ -75,13 +75,19 @@ def _environment(path: Path) -> PackageEnvironment:
         raise FormaError(str(exc)) from exc
 
 
-def _render(path: Path, environment: PackageEnvironment, properties: Mapping[str, str]) -> dict[str, Any]:
+def _render(path: Path, environment: PackageEnvironment, properties: Mapping[str, str],
+            sources: Sources | None = None) -> dict[str, Any]:
+    """``sources``: what the forma is made of, read before (``EvaluationCache.sources``): Pkl evaluates the text
+    read then, in an evaluator kept from an earlier evaluation of the same other files where it can."""
+    forma_text, key = (sources.forma_text, sources.evaluator_key) if sources is not None else (None, None)
     request = EvaluationRequest(
         module_uri=path.resolve().as_uri(),
         readers=[bundled_modules(), *environment.readers],
         resource_readers=ext_readers(path.resolve().parent),
         properties=dict(properties),
         project=environment.project,
+        module_text=forma_text if key is not None else None,
+        reuse_key=key,
     )
     try:
         text = shared_server().evaluate(request)
@@ -137,7 +143,7 @@ def render_forma(
     descriptors = DescriptorCache.open(environment.project)
     if meanwhile is not None:
         meanwhile()
-    document = _render(path, environment, {**properties, CACHED_CLASSES: "\n".join(descriptors.offered())})
+    document = _render(path, environment, {**properties, CACHED_CLASSES: "\n".join(descriptors.offered())}, sources)
     if "Resources" not in document or not isinstance(document.get(LISTED_SCHEMAS, []), list):
         raise FormaError(_NOT_A_FORMA.format(path=path))
     _with_kept_descriptors(document, descriptors)

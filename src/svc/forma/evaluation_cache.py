@@ -59,10 +59,15 @@ _writing: dict[Path, threading.Thread] = {}  # the entries being written by this
 @dataclass(frozen=True)
 class Sources:
     """What an evaluation is made of, read before Pkl reads it: the SHA-256 of each file, by path, and the texts
-    of the modules that are not svc's own, which say whether it may read the command (checked once kept)."""
+    of the modules that are not svc's own, which say whether it may read the command (checked once kept). Pkl
+    may evaluate the forma's text as it was read here (``forma_text``) in an evaluator that loaded the other files
+    as they are now (``evaluator_key``, their digests; ``svc.pkl.kept_evaluators``): not when another module
+    imports the forma (Pkl would load that one from the file), nor when it is not UTF-8."""
 
     digests: dict[str, str]
     modules: list[bytes]
+    forma_text: str | None = None
+    evaluator_key: str | None = None
 
     def may_read_command(self) -> bool:
         return any(may_read_command(text.decode("utf-8", "replace")) for text in self.modules)
@@ -128,7 +133,8 @@ class EvaluationCache:
         """Every file the forma's evaluation reads, taken before Pkl reads them (a file edited meanwhile then fails
         the next lookup instead of passing it with the old document); None for a forma that is never kept.
         ``project``: the evaluation's project, whose local packages the forma imports from."""
-        modules = ModuleFiles(packages_of(project), strict=True).closure(self.forma)
+        files_of = ModuleFiles(packages_of(project), strict=True)
+        modules = files_of.closure(self.forma)
         if modules is None:
             return None
         files = list(modules)
@@ -139,8 +145,16 @@ class EvaluationCache:
         except OSError:
             return None
         svc_own = svc_package().directory
-        return Sources({str(file): _digest(text) for file, text in texts.items()},
-                       [texts[module] for module in modules if not module.is_relative_to(svc_own)])
+        digests = {str(file): _digest(text) for file, text in texts.items()}
+        try:
+            forma_text: str | None = texts[self.forma].decode("utf-8")
+        except UnicodeDecodeError:
+            forma_text = None
+        others = {file: digest for file, digest in digests.items() if file != str(self.forma)}
+        reusable = forma_text is not None and not files_of.imported(self.forma)
+        evaluator_key = _digest(json.dumps(others, sort_keys=True).encode()) if reusable else None
+        return Sources(digests, [texts[module] for module in modules if not module.is_relative_to(svc_own)],
+                       forma_text, evaluator_key)
 
     def store(self, document: Mapping[str, Any], sources: Sources) -> None:
         """Keeps ``document`` (the forma JSON as Pkl rendered it, every descriptor in place), evaluated from

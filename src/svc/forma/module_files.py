@@ -81,6 +81,10 @@ class ModuleFiles:
             pending.extend(reads)
         return sorted(seen)
 
+    def imported(self, module: Path) -> bool:
+        """Whether a module followed so far imports ``module``."""
+        return any(module in reads for reads in self._reads.values() if reads)
+
     def _reads_of(self, module: Path) -> list[Path] | None:
         if module not in self._reads:
             try:

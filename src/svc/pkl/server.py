@@ -2,7 +2,9 @@
 
 One server process is shared by every evaluation in this Python process (it is started on first
 use and restarted if it dies). Each evaluation gets a fresh evaluator inside that process so that
-Pkl's module cache never serves a file as it was before an edit.
+Pkl's module cache never serves a file as it was before an edit, unless its caller names everything the result
+depends on (``EvaluationRequest.reuse_key``): it may then run in an evaluator kept from an earlier evaluation of
+the same modules (``svc.pkl.kept_evaluators``).
 
 A process can also borrow one that another process started (``Lendable``: the CLI server keeps one for the commands
 it runs, ``svc.cli.server``). A server that has evaluated before evaluates again in about half the time (its code is
@@ -14,6 +16,8 @@ follows the evaluation (the agent's work) needs: so a lent server runs only whil
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import json
 import logging
 import os
 import select
@@ -29,6 +33,7 @@ from typing import Any
 import msgpack
 
 from svc.pkl.binary import PklBinaryError, find_pkl
+from svc.pkl.kept_evaluators import MAX_KEPT_ANSWER, KeptEvaluators, evaluated_uri, plain_uri
 from svc.pkl.readers import ModuleReader, ResourceReader
 
 log = logging.getLogger("svc.pkl")
@@ -93,6 +98,10 @@ class EvaluationRequest:
     properties: Mapping[str, str] = field(default_factory=dict)
     root_dir: str | None = None
     project: Mapping[str, Any] | None = None
+    # Set by a caller whose module's value depends on nothing but ``module_text`` (then required), the properties
+    # and the modules it imports, whose contents this key names (the environment plays no part): it may be
+    # evaluated in an evaluator kept from an earlier request with the same key and settings.
+    reuse_key: str | None = None
 
 
 def _start_process(binary: Path, *, dies_with_parent: bool = False) -> subprocess.Popen[bytes]:
@@ -122,6 +131,7 @@ class Lendable:
 
     process: subprocess.Popen[bytes]
     binary: tuple[str, int, int]
+    evaluators: KeptEvaluators = field(default_factory=KeptEvaluators)  # as the last borrower left them
 
     @classmethod
     def start(cls) -> Lendable:
@@ -139,10 +149,11 @@ class PklServer:
     """One ``pkl server`` child process (or a ``Lendable``'s, lent to this one); evaluations are serialised through
     it."""
 
-    def __init__(self, lent: subprocess.Popen[bytes] | None = None) -> None:
+    def __init__(self, lent: subprocess.Popen[bytes] | None = None, evaluators: KeptEvaluators | None = None) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._unpacker: msgpack.Unpacker | None = None
+        self._evaluators = KeptEvaluators()  # the process's
         self._next_id = 0
         # pkl server 0.30 sometimes repeats an evaluation's error after its answer, as a bare string (written
         # with the next message it sends): the last error answered, to recognise that copy.
@@ -152,7 +163,7 @@ class PklServer:
         self._lent = lent
         self._stopped = lent is not None
         if lent is not None:
-            self._use(lent)
+            self._use(lent, evaluators)
             # Numbered after every earlier borrower's requests: pkl server 0.30 sometimes answers an evaluation
             # twice, and a second answer to one of theirs, read by this one, is then recognised as a repeat.
             self._next_id = time.monotonic_ns() // 1000
@@ -174,8 +185,9 @@ class PklServer:
             return
         self._use(_start_process(find_pkl()))
 
-    def _use(self, process: subprocess.Popen[bytes]) -> None:
+    def _use(self, process: subprocess.Popen[bytes], evaluators: KeptEvaluators | None = None) -> None:
         self._process = process
+        self._evaluators = evaluators or KeptEvaluators()
         # msgpack's default buffer (100 MiB) is smaller than one evaluation's answer for a forma of 100,000
         # resources (BufferFull): the server is ours, so its answers are bounded by the forma, not by a guess.
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=MAX_ANSWER_BYTES)
@@ -197,18 +209,19 @@ class PklServer:
             _signal(self._process, signal.SIGSTOP)
             self._stopped = True
 
-    def give_back(self) -> bool:
-        """Stops the lent process; whether it may be lent again: this one still uses it (its conversation never
-        went out of step), it has nothing more to say (pkl server 0.30 may repeat an error after its answer, which
-        the next borrower would take for an answer of its own), and it holds less than ``MAX_LENT_RSS``."""
+    def give_back(self) -> KeptEvaluators | None:
+        """Stops the lent process; its evaluators kept for the next borrower, or None when it may not be lent again:
+        this one no longer uses it (its conversation went out of step), it has more to say (pkl server 0.30 may
+        repeat an error after its answer, which the next borrower would take for an answer of its own), or it
+        holds ``MAX_LENT_RSS`` or more."""
         with self._lock:
             process = self._process
             if process is None or process is not self._lent or process.stdout is None:
-                return False
+                return None
             self._stop_lent()
             if self._answered_error is not None or self._unread(process.stdout):
-                return False
-            return _resident_bytes(process.pid) < MAX_LENT_RSS
+                return None
+            return self._evaluators if _resident_bytes(process.pid) < MAX_LENT_RSS else None
 
     def _unread(self, stdout: Any) -> bool:
         """Whether the server said more than this one read: in the pipe, or decoded no further."""
@@ -331,54 +344,71 @@ class PklServer:
         modules = {reader.scheme: reader for reader in request.readers}
         resources = {reader.scheme: reader for reader in request.resource_readers}
         readers: _Readers = (modules, resources)
-        create_id = self._request_id()
-        create: dict[str, Any] = {
-            "requestId": create_id,
-            "allowedModules": _STANDARD_MODULES + [f"{scheme}:" for scheme in modules],
-            "allowedResources": _STANDARD_RESOURCES + [f"{scheme}:" for scheme in resources],
-            "clientModuleReaders": [
-                {
-                    "scheme": r.scheme,
-                    "hasHierarchicalUris": r.is_hierarchical,
-                    "isGlobbable": r.is_globbable,
-                    "isLocal": r.is_local,
-                }
-                for r in modules.values()
-            ],
-            "clientResourceReaders": [
-                {"scheme": r.scheme, "hasHierarchicalUris": r.is_hierarchical, "isGlobbable": r.is_globbable}
-                for r in resources.values()
-            ],
-            "env": dict(os.environ),
-            "properties": dict(request.properties),
-        }
-        if request.root_dir:
-            create["rootDir"] = request.root_dir
-        if request.project:
-            create["project"] = dict(request.project)
-        self._send(_CREATE_EVALUATOR, create)
-        created = self._wait_for(_CREATE_EVALUATOR_RESPONSE, create_id, readers)
-        if created.get("error"):
-            raise PklServerError(f"pkl server refused to create an evaluator: {created['error']}")
-        evaluator_id = created["evaluatorId"]
+        settings = _evaluator_settings(request, modules, resources)
+        key = None if request.reuse_key is None or request.module_text is None else _table_key(request, settings)
+        taken = self._evaluators.take(key) if key is not None else None
+        evaluator_id, uses = taken if taken is not None else (self._create_evaluator(settings, readers), 0)
+        evaluate_id = self._request_id()
+        module_uri = request.module_uri if key is None else evaluated_uri(request.module_uri, evaluate_id)
+        kept = False
         try:
-            evaluate_id = self._request_id()
             evaluate: dict[str, Any] = {
                 "requestId": evaluate_id,
                 "evaluatorId": evaluator_id,
-                "moduleUri": request.module_uri,
+                "moduleUri": module_uri,
                 "expr": request.expression,
             }
             if request.module_text is not None:
                 evaluate["moduleText"] = request.module_text
             self._send(_EVALUATE, evaluate)
             result = self._wait_for(_EVALUATE_RESPONSE, evaluate_id, readers)
+            kept = key is not None and len(result.get("result") or b"") <= MAX_KEPT_ANSWER
         finally:
-            self._send(_CLOSE_EVALUATOR, {"evaluatorId": evaluator_id})
+            retired = self._evaluators.keep(key, evaluator_id, uses + 1) if key is not None and kept else [evaluator_id]
+            for retired_id in retired:
+                self._send(_CLOSE_EVALUATOR, {"evaluatorId": retired_id})
         if result.get("error"):
             self._answered_error = result["error"]
-            raise PklError(result["error"])
+            raise PklError(plain_uri(result["error"], module_uri, request.module_uri))
         return msgpack.unpackb(result["result"], raw=False)
+
+    def _create_evaluator(self, settings: dict[str, Any], readers: _Readers) -> int:
+        create_id = self._request_id()
+        self._send(_CREATE_EVALUATOR, {"requestId": create_id, **settings, "env": dict(os.environ)})
+        created = self._wait_for(_CREATE_EVALUATOR_RESPONSE, create_id, readers)
+        if created.get("error"):
+            raise PklServerError(f"pkl server refused to create an evaluator: {created['error']}")
+        return int(created["evaluatorId"])
+
+
+def _evaluator_settings(request: EvaluationRequest, modules: Mapping[str, ModuleReader],
+                        resources: Mapping[str, ResourceReader]) -> dict[str, Any]:
+    """What an evaluator for ``request`` is created with, but its environment."""
+    settings: dict[str, Any] = {
+        "allowedModules": _STANDARD_MODULES + [f"{scheme}:" for scheme in modules],
+        "allowedResources": _STANDARD_RESOURCES + [f"{scheme}:" for scheme in resources],
+        "clientModuleReaders": [
+            {"scheme": r.scheme, "hasHierarchicalUris": r.is_hierarchical, "isGlobbable": r.is_globbable,
+             "isLocal": r.is_local}
+            for r in modules.values()
+        ],
+        "clientResourceReaders": [
+            {"scheme": r.scheme, "hasHierarchicalUris": r.is_hierarchical, "isGlobbable": r.is_globbable}
+            for r in resources.values()
+        ],
+        "properties": dict(request.properties),
+    }
+    if request.root_dir:
+        settings["rootDir"] = request.root_dir
+    if request.project:
+        settings["project"] = dict(request.project)
+    return settings
+
+
+def _table_key(request: EvaluationRequest, settings: Mapping[str, Any]) -> str:
+    """Which kept evaluator may evaluate ``request``: one for the same modules, created with the same settings."""
+    text = json.dumps([request.reuse_key, settings], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _signal(process: subprocess.Popen[bytes], number: int) -> None:
@@ -427,16 +457,16 @@ def borrow_shared_server(lendable: Lendable) -> bool:
     except (OSError, PklBinaryError):  # none to use: the command's own evaluation says why
         return False
     with _shared_lock:
-        _shared = PklServer(lent=lendable.process)
+        _shared = PklServer(lent=lendable.process, evaluators=lendable.evaluators)
     return True
 
 
-def give_back_shared_server() -> bool:
-    """Stops the process-wide server if it is a borrowed one; whether it may be lent again (``PklServer.give_back``).
-    For a borrower about to end."""
+def give_back_shared_server() -> KeptEvaluators | None:
+    """Stops the process-wide server if it is a borrowed one; its evaluators kept for the next borrower, or None
+    when it may not be lent again (``PklServer.give_back``). For a borrower about to end."""
     with _shared_lock:
         server = _shared
-    return server is not None and server.give_back()
+    return server.give_back() if server is not None else None
 
 
 def stop_shared_server(*, wait: bool = True) -> None:
