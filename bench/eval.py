@@ -19,7 +19,10 @@ forma is then negligible; the two render the same forma JSON):
 Then ``svc eval`` of a forma of 40 AWS registry types from 40 services against one of 3 of them (one resource
 each, the types ``bench/aws_registry.py`` chooses): the goal is ≤ 1.2×. The descriptors svc keeps from one
 evaluation to the next (``svc.forma.descriptor_cache``) are kept in a new directory for the run
-(``$SVC_SCHEMA_CACHE``): the first evaluation of each AWS forma, which derives them, is printed on its own.
+(``$SVC_SCHEMA_CACHE``): the first evaluation of each AWS forma, which derives them, is printed on its own. The
+same two formas are then evaluated as a user editing them gets it: through the CLI server, the forma edited (a
+comment added) before each ``svc eval``, the evaluation cache on, so that Pkl evaluates it in an evaluator kept
+from the evaluation before (``svc.pkl.kept_evaluators``); wall seconds only (the CPU is the server's worker's).
 
 ``--compare OTHER_CHECKOUT`` runs every ``svc eval`` alternately with this checkout's and OTHER_CHECKOUT's
 (``OTHER_CHECKOUT/.venv/bin/svc``): a paired A/B on a machine whose load varies. The machine's load average is
@@ -166,10 +169,10 @@ class Run:
     peak_mib: float  # of the largest of them
 
 
-def run_command(command: list[str]) -> Run:
+def run_command(command: list[str], env: dict[str, str] | None = None) -> Run:
     """One command to its exit, with the resources of it and its children (``wait4``)."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -284,6 +287,36 @@ def aws_formas(directory: Path) -> dict[int, Path]:
     return formas
 
 
+def edited_through_the_server(svc: str, formas: dict[int, Path], runs: int, directory: Path) -> dict[int, list[Run]]:
+    """``svc eval`` of each forma, edited before each run, through a CLI server of its own (started and warmed
+    first), the evaluation cache on."""
+    runtime = directory / f"run-{abs(hash(svc))}"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "SVC_CLI_SERVER": "on", "SVC_EVALUATION_CACHE": "on", "XDG_RUNTIME_DIR": str(runtime),
+           "XDG_CACHE_HOME": str(runtime / "cache")}
+    texts = {count: path.read_text() for count, path in formas.items()}
+    edits = iter(range(1_000_000))
+
+    def evaluated(count: int) -> Run:
+        formas[count].write_text(f"{texts[count]}// edit {next(edits)}\n")
+        return run_command(svc_eval(svc, formas[count]), env)
+
+    run_command([svc, "--version"], env)  # starts the server
+    deadline = time.monotonic() + 60
+    while not list((runtime / "svc").glob("cli-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for _ in range(3):
+        for count in formas:
+            evaluated(count)
+    results: dict[int, list[Run]] = {count: [] for count in formas}
+    for _ in range(runs):
+        for count in formas:
+            results[count].append(evaluated(count))
+    for count, text in texts.items():
+        formas[count].write_text(text)
+    return results
+
+
 # -- the report --------------------------------------------------------------------------------------------------
 
 def main() -> None:
@@ -330,6 +363,10 @@ def main() -> None:
             results = paired({count: svc_eval(svc, path) for count, path in formas.items()}, args.runs)
             print(f"  {name}: {few} types {said(results[few])}; {many} types {said(results[many])}; "
                   f"{many} ÷ {few}: {ratios(results[many], results[few])}   goal ≤ {GOAL_AWS_RATIO}")
+            edited = edited_through_the_server(svc, formas, args.runs, directory)
+            print(f"  {name}, edited, through the CLI server: {few} types {wall(edited[few]):.3f} s; {many} types "
+                  f"{wall(edited[many]):.3f} s; {many} ÷ {few}: {wall(edited[many]) / wall(edited[few]):.2f} (wall)"
+                  f"   goal ≤ {GOAL_AWS_RATIO}")
     print(f"\nload average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (at the end)")
 
 

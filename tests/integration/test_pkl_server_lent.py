@@ -5,6 +5,7 @@ conversation can confuse the next one (real Pkl; the lender and the borrower are
 from __future__ import annotations
 
 import logging
+import marshal
 import os
 import signal
 import socket
@@ -21,6 +22,7 @@ from svc.cli import server as cli_server
 from svc.cli import worker as cli_worker
 from svc.pkl import EvaluationRequest, PklError, find_pkl
 from svc.pkl import server as pkl_server
+from svc.pkl.kept_evaluators import KeptEvaluators
 from svc.pkl.server import Lendable, PklServer
 
 REQUEST = EvaluationRequest(module_uri="repl:text", module_text='x = read("env:GREETING")', expression="x")
@@ -68,6 +70,22 @@ def test_the_evaluators_a_borrower_kept_serve_the_next_borrower(lendable: Lendab
     assert created == []
     again = second.give_back()
     assert again is not None and again.ids() == kept.ids()
+
+
+def test_an_evaluator_kept_in_the_table_but_gone_from_the_server_fails_nothing(lendable: Lendable,
+                                                                               tmp_path: Path) -> None:
+    """Only a bug could leave such an entry; Pkl answers an unknown evaluator with an error, which must never be the
+    forma's: the evaluation runs again in a new evaluator."""
+    module = tmp_path / "settings.pkl"
+    request = EvaluationRequest(module_uri=module.as_uri(), module_text="x = 1\n", expression="x", reuse_key="s")
+    first = PklServer(lent=lendable.process, evaluators=lendable.evaluators)
+    assert first.evaluate(request) == 1
+    kept = first.give_back()
+    assert kept is not None
+    gone = KeptEvaluators.from_bytes(marshal.dumps({key: (evaluator_id + 1_000_003, uses)
+                                                    for key, (evaluator_id, uses) in marshal.loads(kept.to_bytes()).items()}))
+    second = PklServer(lent=lendable.process, evaluators=gone)
+    assert second.evaluate(request) == 1
 
 
 def test_the_server_hears_from_its_worker_which_evaluators_the_lent_server_keeps(lendable: Lendable) -> None:

@@ -362,13 +362,15 @@ class PklServer:
                 evaluate["moduleText"] = request.module_text
             self._send(_EVALUATE, evaluate)
             result = self._wait_for(_EVALUATE_RESPONSE, evaluate_id, readers)
-            kept = key is not None and len(result.get("result") or b"") <= MAX_KEPT_ANSWER
+            kept = key is not None and not result.get("error") and len(result["result"]) <= MAX_KEPT_ANSWER
         finally:
             retired = self._evaluators.keep(key, evaluator_id, uses + 1) if key is not None and kept else [evaluator_id]
             for retired_id in retired:
                 self._send(_CLOSE_EVALUATOR, {"evaluatorId": retired_id})
         if result.get("error"):
             self._answered_error = result["error"]
+            if taken is not None:  # a kept evaluator is never why an evaluation fails: a new one has the last word
+                return self._evaluate_locked(request)
             raise PklError(plain_uri(result["error"], module_uri, request.module_uri))
         return msgpack.unpackb(result["result"], raw=False)
 
