@@ -14,7 +14,6 @@ whole; a file that cannot be read is as good as none.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from svc import __version__
+from svc import __version__, jsontext
 from svc.forma.module_files import ModuleFiles, Package, packages_of
 from svc.paths import replace_file, schema_cache_dir
 from svc.pkl import find_pkl
@@ -50,7 +49,7 @@ class DescriptorCache:
         path = (directory or schema_cache_dir()) / f"classes-svc-{__version__}.v{_FORMAT}.json"
         cache = cls(path, packages_of(project))
         try:
-            document = json.loads(path.read_bytes())
+            document = jsontext.loads(path.read_bytes())
             if document.get("Format") == _FORMAT and isinstance(document.get("Classes"), dict):
                 cache.entries = document["Classes"]
         except (OSError, ValueError, AttributeError) as exc:
@@ -69,10 +68,10 @@ class DescriptorCache:
     def _key_of(self, entry: str) -> str | None:
         """``<module file>#<class>`` as the ``<module URI>#<class>`` Pkl knows it by, if a package holds it."""
         module, _, name = entry.rpartition("#")
-        path = Path(module)
         for package in self.packages.values():
-            if path.is_relative_to(package.directory):
-                return f"{package.uri_prefix}{path.relative_to(package.directory).as_posix()}#{name}"
+            directory = os.path.join(package.directory, "")  # with its separator: /a/b holds /a/b/c, not /a/bc
+            if module.startswith(directory):
+                return f"{package.uri_prefix}{Path(module[len(directory):]).as_posix()}#{name}"
         return None
 
     # -- what the evaluation need not derive ------------------------------------------------------------------
@@ -118,7 +117,7 @@ class DescriptorCache:
         stats = {str(file): self._stat(str(file)) for file in [*files, find_pkl()]}
         if any(stat is None for stat in stats.values()):
             return
-        self.entries[entry] = {"Files": stats, "Schema": json.dumps(schema, separators=(",", ":"))}
+        self.entries[entry] = {"Files": stats, "Schema": jsontext.dumps(schema)}
         self.changed = True
 
     def save(self) -> None:
@@ -127,7 +126,7 @@ class DescriptorCache:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            replace_file(self.path, json.dumps({"Format": _FORMAT, "Classes": self.entries}, separators=(",", ":")))
+            replace_file(self.path, jsontext.dumps({"Format": _FORMAT, "Classes": self.entries}))
         except OSError as exc:  # a cache that cannot be written costs the next evaluation time, nothing else
             _log.debug("descriptor cache not written to %s: %s", self.path, exc)
         self.changed = False

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from svc import jsontext
 from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.errors import FormaError, from_pkl_error
 from svc.forma.evaluation_cache import COMMAND_PROPERTY, EvaluationCache, Sources, cache_enabled
@@ -94,8 +94,8 @@ def _render(path: Path, environment: PackageEnvironment, properties: Mapping[str
     except PklError as exc:
         raise from_pkl_error(exc) from exc
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
+        document = jsontext.loads(text)
+    except ValueError as exc:
         raise FormaError(_NOT_A_FORMA.format(path=path)) from exc
     if not isinstance(document, dict):
         raise FormaError(_NOT_A_FORMA.format(path=path))
@@ -160,6 +160,6 @@ def _with_kept_descriptors(document: dict[str, Any], descriptors: DescriptorCach
     schemas = document.get(LISTED_SCHEMAS) or ()
     for index, (key, schema) in enumerate(zip(keys, schemas, strict=True)):
         if schema is None:
-            schemas[index] = json.loads(descriptors.schema(key))
+            schemas[index] = jsontext.loads(descriptors.schema(key))
         else:
             descriptors.keep(key, schema)

@@ -109,7 +109,7 @@ class EvaluationCache:
         if written is not None:
             written.join()
         try:
-            entry = json.loads(path.read_bytes())
+            entry = jsontext.loads(path.read_bytes())
             if entry.get("Format") != _FORMAT or entry.get("Inputs") != self._inputs(properties):
                 return None
             for file, digest in entry["Files"].items():

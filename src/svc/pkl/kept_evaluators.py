@@ -11,8 +11,8 @@ Each evaluation leaves its module in the evaluator's cache, so an evaluator is r
 evaluations or one whose answer was larger than ``MAX_KEPT_ANSWER`` (a large forma's objects stay with its
 module; its evaluation is long enough that the modules' loading matters little); at most ``MAX_KEPT`` are kept,
 the least recently used retired first. One whose evaluation failed is retired too, and the evaluation run again in
-a new one, whose answer stands: a kept evaluator is never why a forma fails. The table travels with a lent server (``svc.pkl.server.Lendable``) from
-one borrower to the next.
+a new one, whose answer stands: a kept evaluator is never why a forma fails. The table travels with a lent server
+(``svc.pkl.server.Lendable``) from one borrower to the next.
 """
 
 from __future__ import annotations
