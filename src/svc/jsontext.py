@@ -9,6 +9,7 @@ same way whichever encoder ran.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -33,3 +34,15 @@ def dumps(value: Any) -> str:
 def loads(text: str | bytes) -> Any:
     """The value of a JSON text; ``ValueError`` when it is not JSON."""
     return orjson.loads(text)
+
+
+def read_table(path: Path, format_: int, table: str) -> dict[str, Any]:
+    """The table ``table`` of a cache file svc wrote as ``{"Format": format_, table: {…}}``; empty when the file is
+    missing, unreadable or of another format (a cache never needed)."""
+    try:
+        document = loads(path.read_bytes())
+        if document.get("Format") == format_ and isinstance(document.get(table), dict):
+            return document[table]  # type: ignore[no-any-return]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {}

@@ -67,15 +67,15 @@ def test_the_keyword_first_patterns_match_where_their_word_boundary_forms_do() -
     import re
 
     from svc.config import cli_cache
-    from svc.forma import module_files
+    from svc.forma import module_scans
     from svc.pkl_source import IMPORT_KEYWORD, PROP_READ, READ
 
     reference = {
         READ: r"\bread`?[?*]?`?\s*\(",
         PROP_READ: r'\bread`?\??`?\s*\(\s*"prop:',
         IMPORT_KEYWORD: r'\b(?:import\*?|amends|extends)\s*\(?\s*#*"',
-        module_files._EXPRESSION: r'\bimport\*?\(\s*"([^"]*)"\s*\)',
-        module_files._GLOB: r"\bimport\*",
+        module_scans._EXPRESSION: r'\bimport\*?\(\s*"([^"]*)"\s*\)',
+        module_scans._GLOB: r"\bimport\*",
         cli_cache._TARGET: r'\b(?:import\*?|amends|extends)\s*\(?\s*"([^"\\]*)"',
     }
     pieces = ["read", "import", "amends", "extends", "*", "?", "`", "(", ")", '"', "#", " ", "\n", "prop:", "x", "_",

@@ -47,14 +47,7 @@ class DescriptorCache:
     @classmethod
     def open(cls, project: Mapping[str, Any], directory: Path | None = None) -> DescriptorCache:
         path = (directory or schema_cache_dir()) / f"classes-svc-{__version__}.v{_FORMAT}.json"
-        cache = cls(path, packages_of(project))
-        try:
-            document = jsontext.loads(path.read_bytes())
-            if document.get("Format") == _FORMAT and isinstance(document.get("Classes"), dict):
-                cache.entries = document["Classes"]
-        except (OSError, ValueError, AttributeError) as exc:
-            _log.debug("no descriptor cache read from %s: %s", path, exc)
-        return cache
+        return cls(path, packages_of(project), jsontext.read_table(path, _FORMAT, "Classes"))
 
     # -- keys: Pkl knows a class by its module's URI, the cache by its module's file ----------------------------
     def _file_of(self, key: str) -> str | None:

@@ -39,6 +39,7 @@ from typing import Any
 
 from svc import __version__, jsontext
 from svc.forma.module_files import ModuleFiles, packages_of
+from svc.forma.module_scans import ModuleScans
 from svc.model.forma_document import LISTED_SCHEMAS
 from svc.model.opaque import document_opaque_fields
 from svc.model.values import conceal_secrets
@@ -46,7 +47,6 @@ from svc.paths import cache_home, write_private
 from svc.pkl import find_pkl
 from svc.pkl.packages import svc_package
 from svc.pkl.projects import find_project_file
-from svc.pkl_source import may_read_command
 
 _FORMAT = 1
 _KEPT = 16
@@ -58,19 +58,16 @@ _writing: dict[Path, threading.Thread] = {}  # the entries being written by this
 
 @dataclass(frozen=True)
 class Sources:
-    """What an evaluation is made of, read before Pkl reads it: the SHA-256 of each file, by path, and the texts
-    of the modules that are not svc's own, which say whether it may read the command (checked once kept). Pkl
-    may evaluate the forma's text as it was read here (``forma_text``) in an evaluator that loaded the other files
-    as they are now (``evaluator_key``, their digests; ``svc.pkl.kept_evaluators``): not when another module
-    imports the forma (Pkl would load that one from the file), nor when it is not UTF-8."""
+    """What an evaluation is made of, read before Pkl reads it: the SHA-256 of each file, by path, and whether a
+    module that is not svc's own may read the command (``svc.pkl_source.may_read_command``; svc's own read it only
+    for their callers). Pkl may evaluate the forma's text as it was read here (``forma_text``) in an evaluator that
+    loaded the other files as they are now (``evaluator_key``, their digests; ``svc.pkl.kept_evaluators``): not when
+    another module imports the forma (Pkl would load that one from the file), nor when it is not UTF-8."""
 
     digests: dict[str, str]
-    modules: list[bytes]
+    may_read_command: bool
     forma_text: str | None = None
     evaluator_key: str | None = None
-
-    def may_read_command(self) -> bool:
-        return any(may_read_command(text.decode("utf-8", "replace")) for text in self.modules)
 
 
 def cache_enabled() -> bool:
@@ -133,35 +130,37 @@ class EvaluationCache:
         """Every file the forma's evaluation reads, taken before Pkl reads them (a file edited meanwhile then fails
         the next lookup instead of passing it with the old document); None for a forma that is never kept.
         ``project``: the evaluation's project, whose local packages the forma imports from."""
-        files_of = ModuleFiles(packages_of(project), strict=True)
+        scans = ModuleScans.kept()
+        files_of = ModuleFiles(packages_of(project), strict=True, scans=scans)
         modules = files_of.closure(self.forma)
+        scans.save()
         if modules is None:
             return None
-        files = list(modules)
+        digests = {str(module): files_of.read[module][1] for module in modules}
         if self._project_file is not None:
-            files += [self._project_file, self._project_file.with_name("PklProject.deps.json")]
+            try:
+                for file in (self._project_file, self._project_file.with_name("PklProject.deps.json")):
+                    digests[str(file)] = _digest(file.read_bytes())
+            except OSError:
+                return None
+        svc_own = os.path.join(svc_package().directory, "")
+        reads_command = any(files_of.read[module][2].may_read_command for module in modules
+                            if not str(module).startswith(svc_own))
         try:
-            texts = {file: file.read_bytes() for file in files}
-        except OSError:
-            return None
-        svc_own = svc_package().directory
-        digests = {str(file): _digest(text) for file, text in texts.items()}
-        try:
-            forma_text: str | None = texts[self.forma].decode("utf-8")
+            forma_text: str | None = files_of.read[self.forma][0].decode("utf-8")
         except UnicodeDecodeError:
             forma_text = None
         others = {file: digest for file, digest in digests.items() if file != str(self.forma)}
         reusable = forma_text is not None and not files_of.imported(self.forma)
         evaluator_key = _digest(json.dumps(others, sort_keys=True).encode()) if reusable else None
-        return Sources(digests, [texts[module] for module in modules if not module.is_relative_to(svc_own)],
-                       forma_text, evaluator_key)
+        return Sources(digests, reads_command, forma_text, evaluator_key)
 
     def store(self, document: Mapping[str, Any], sources: Sources) -> None:
         """Keeps ``document`` (the forma JSON as Pkl rendered it, every descriptor in place), evaluated from
         ``sources`` (``sources()``), when it may be kept: for every command when no module may read it."""
         if _holds_a_secret(document):
             return
-        path = self.path if sources.may_read_command() else self.any_command_path
+        path = self.path if sources.may_read_command else self.any_command_path
         try:
             entry = {"Format": _FORMAT, "Inputs": self._inputs(self._entries[path]), "Files": sources.digests,
                      "Document": document}

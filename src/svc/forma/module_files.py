@@ -12,24 +12,21 @@ that reads a resource other than a ``prop:`` (``read("env:…")``, ``read("file:
 computed URI), one with a glob import (what it finds may change without any file read here changing), and one
 with an import this reading cannot be sure of (not at the start of a line, in a raw or escaped string). The check
 is on the text, whole-line comments left out, and errs on the side of refusing: a comment after code that reads
-like one of those is enough.
+like one of those is enough. What a module's text says is kept by its digest (``svc.forma.module_scans``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from svc.pkl_source import IMPORT_KEYWORD, PROP_READ, READ, without_line_comments
+from svc.forma.module_scans import ModuleScan, ModuleScans
 
-_CLAUSE = re.compile(r'^\s*(?:import\*?|amends|extends)\s+"([^"]*)"', re.MULTILINE)
-_EXPRESSION = re.compile(r'import(?<!\wimport)\*?\(\s*"([^"]*)"\s*\)')  # \bimport…, as in svc.pkl_source
-_GLOB = re.compile(r"import(?<!\wimport)\*")
 _URI_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
@@ -58,12 +55,16 @@ def packages_of(project: Mapping[str, Any]) -> dict[str, Package]:
 
 
 class ModuleFiles:
-    """Follows modules' imports within ``packages`` (by name), each module's text read once."""
+    """Follows modules' imports within ``packages`` (by name), each module's text read once and scanned unless
+    ``scans`` holds its scan; ``read`` holds what was read of each module (its text, digest and scan)."""
 
-    def __init__(self, packages: Mapping[str, Package], *, strict: bool = False) -> None:
+    def __init__(self, packages: Mapping[str, Package], *, strict: bool = False,
+                 scans: ModuleScans | None = None) -> None:
         self.packages = packages
         self._strict = strict
+        self._scans = scans or ModuleScans()
         self._reads: dict[Path, list[Path] | None] = {}
+        self.read: dict[Path, tuple[bytes, str, ModuleScan]] = {}
 
     def closure(self, module: Path) -> list[Path] | None:
         """The module and every module it reads, transitively (sorted); None when one of them cannot be
@@ -88,19 +89,20 @@ class ModuleFiles:
     def _reads_of(self, module: Path) -> list[Path] | None:
         if module not in self._reads:
             try:
-                text = module.read_text(encoding="utf-8")
+                data = module.read_bytes()
             except OSError:
                 self._reads[module] = None
             else:
-                self._reads[module] = self._followed(module, text)
+                digest, found = self._scans.of(data)
+                self.read[module] = (data, digest, found)
+                self._reads[module] = self._followed(module, found)
         return self._reads[module]
 
-    def _followed(self, module: Path, text: str) -> list[Path] | None:
-        targets = list(_imports(text))
-        if self._strict and not _depends_on_files_alone(text, len(targets)):
+    def _followed(self, module: Path, found: ModuleScan) -> list[Path] | None:
+        if self._strict and not found.files_alone:
             return None
-        found = [self._resolve(module, target) for target in targets]
-        return None if None in found else [path for paths in found if paths for path in paths]
+        resolved = [self._resolve(module, target) for target in found.imports]
+        return None if None in resolved else [path for paths in resolved if paths for path in paths]
 
     def _resolve(self, importer: Path, target: str) -> list[Path] | None:
         if target.startswith("pkl:"):
@@ -115,14 +117,3 @@ class ModuleFiles:
             return None
         return [Path(os.path.normpath(importer.parent / target))]
 
-
-def _imports(text: str) -> Iterable[str]:
-    yield from (match.group(1) for match in _CLAUSE.finditer(text))
-    yield from (match.group(1) for match in _EXPRESSION.finditer(text))
-
-
-def _depends_on_files_alone(text: str, imports_found: int) -> bool:
-    text = without_line_comments(text)
-    return (not _GLOB.search(text)
-            and len(IMPORT_KEYWORD.findall(text)) == imports_found
-            and len(READ.findall(text)) == len(PROP_READ.findall(text)))
