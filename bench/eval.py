@@ -45,10 +45,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from svc.cli.forma_commands import evaluate_with_flags
-from svc.pkl import find_pkl, shared_server, stop_shared_server
-from svc.pkl.packages import svc_package
-from svc.plugins import installed_plugins
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_agent import stop_cli_server  # noqa: E402
+
+from svc.cli.forma_commands import evaluate_with_flags  # noqa: E402
+from svc.pkl import find_pkl, shared_server, stop_shared_server  # noqa: E402
+from svc.pkl.packages import svc_package  # noqa: E402
+from svc.plugins import installed_plugins  # noqa: E402
 
 GOAL_SECONDS = {1_000: 0.5, 10_000: 3.0}
 GOAL_PKL_MIB = 300
@@ -305,15 +309,18 @@ def edited_through_the_server(svc: str, formas: dict[int, Path], runs: int, dire
     deadline = time.monotonic() + 60
     while not list((runtime / "svc").glob("cli-*.sock")) and time.monotonic() < deadline:
         time.sleep(0.05)
-    for _ in range(3):
-        for count in formas:
-            evaluated(count)
     results: dict[int, list[Run]] = {count: [] for count in formas}
-    for _ in range(runs):
-        for count in formas:
-            results[count].append(evaluated(count))
-    for count, text in texts.items():
-        formas[count].write_text(text)
+    try:
+        for _ in range(3):
+            for count in formas:
+                evaluated(count)
+        for _ in range(runs):
+            for count in formas:
+                results[count].append(evaluated(count))
+    finally:
+        stop_cli_server(runtime)
+        for count, text in texts.items():
+            formas[count].write_text(text)
     return results
 
 

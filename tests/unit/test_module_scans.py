@@ -56,3 +56,11 @@ def test_the_latest_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     scans.save()
     assert list(jsontext.loads(path.read_bytes())["Scans"]) == digests[1:]
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_scan_not_to_keep_is_not_written(tmp_path: Path) -> None:
+    path = tmp_path / "module-scans.json"
+    scans = ModuleScans(path)
+    assert scans.of(TEXT, keep=False)[1] == scan(TEXT.decode())
+    scans.save()
+    assert not path.exists()

@@ -136,7 +136,7 @@ class EvaluationCache:
         scans.save()
         if modules is None:
             return None
-        digests = {str(module): files_of.read[module][1] for module in modules}
+        digests = {str(module): files_of.read[str(module)][1] for module in modules}
         if self._project_file is not None:
             try:
                 for file in (self._project_file, self._project_file.with_name("PklProject.deps.json")):
@@ -144,10 +144,10 @@ class EvaluationCache:
             except OSError:
                 return None
         svc_own = os.path.join(svc_package().directory, "")
-        reads_command = any(files_of.read[module][2].may_read_command for module in modules
-                            if not str(module).startswith(svc_own))
+        reads_command = any(scan.may_read_command for module, (_, _, scan) in files_of.read.items()
+                            if not module.startswith(svc_own))
         try:
-            forma_text: str | None = files_of.read[self.forma][0].decode("utf-8")
+            forma_text: str | None = files_of.read[str(self.forma)][0].decode("utf-8")
         except UnicodeDecodeError:
             forma_text = None
         others = {file: digest for file, digest in digests.items() if file != str(self.forma)}

@@ -67,8 +67,9 @@ class ModuleScans:
         """The scans kept in the user's cache directory."""
         return cls(cache_home() / "module-scans.json")
 
-    def of(self, data: bytes) -> tuple[str, ModuleScan]:
-        """The SHA-256 of a module's text ``data`` and its scan."""
+    def of(self, data: bytes, *, keep: bool = True) -> tuple[str, ModuleScan]:
+        """The SHA-256 of a module's text ``data`` and its scan; a new scan is kept unless ``keep`` is false (a forma
+        being edited: a scan of each of its versions would be written, and almost never read)."""
         digest = hashlib.sha256(data).hexdigest()
         kept = self._kept.get(digest)
         if isinstance(kept, list) and len(kept) == 3:
@@ -77,8 +78,9 @@ class ModuleScans:
                     and isinstance(files_alone, bool) and isinstance(reads_command, bool)):
                 return digest, ModuleScan(tuple(imports), files_alone, reads_command)
         found = scan(data.decode("utf-8", "replace"))
-        self._kept[digest] = [list(found.imports), found.files_alone, found.may_read_command]
-        self._added = True
+        if keep:
+            self._kept[digest] = [list(found.imports), found.files_alone, found.may_read_command]
+            self._added = True
         return digest, found
 
     def save(self) -> None:
