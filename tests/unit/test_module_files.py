@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from svc import jsontext
 from svc.forma.module_files import ModuleFiles, Package
+from svc.forma.module_scans import ModuleScans
 
 
 @pytest.fixture
@@ -22,6 +24,16 @@ def closure(tree: Path, text: str, *, strict: bool = True) -> list[str] | None:
     files = ModuleFiles({"pkg": Package("projectpackage://x/pkg@1#/", tree / "pkg")}, strict=strict)
     found = files.closure(tree / "main.pkl")
     return None if found is None else [path.relative_to(tree).as_posix() for path in found]
+
+
+def test_the_scans_of_the_modules_imported_are_kept_not_the_one_edited(tree: Path) -> None:
+    (tree / "main.pkl").write_text('import "lib.pkl"\n')
+    scans = ModuleScans(tree / "module-scans.json")
+    files = ModuleFiles({"pkg": Package("projectpackage://x/pkg@1#/", tree / "pkg")}, scans=scans)
+    assert files.closure(tree / "main.pkl") is not None
+    scans.save()
+    kept = set(jsontext.loads((tree / "module-scans.json").read_bytes())["Scans"])
+    assert kept == {files.read[str(tree / name)][1] for name in ("lib.pkl", "pkg/base.pkl")}
 
 
 def test_imports_are_followed_through_files_and_packages(tree: Path) -> None:
