@@ -37,10 +37,12 @@ _LITERAL_FLAG = re.compile(
     rf"|Flag(?<!\wFlag)`?\s*\{{\s*name\s*=\s*{_LITERAL}\s*\}}")  # @svc.Flag { name = "name" }
 
 
-def may_read_command(text: str) -> bool:
+def may_read_command(text: str, *, comments_removed: bool = False) -> bool:
     """Whether the module whose text is ``text`` may read the command it is evaluated for. Errs on the side of
-    yes: a mention in a string or in a comment after code is enough."""
-    text = without_line_comments(text)
+    yes: a mention in a string or in a comment after code is enough. ``comments_removed``: ``text`` is already
+    ``without_line_comments`` (4 ms of a 10,000-resource forma's text)."""
+    if not comments_removed:
+        text = without_line_comments(text)
     return bool(_COMMAND_NAMED.search(text)
                 or len(_PROP_URI.findall(text)) != len(_LITERAL_PROP_URI.findall(text))
                 or len(_FLAG.findall(text)) != len(_LITERAL_FLAG.findall(text)))

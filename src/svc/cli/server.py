@@ -328,11 +328,12 @@ class _Server:
             return
         channel = self.channels.pop(pid, None)
         if channel is not None:
-            evaluators = _pkl_given_back(channel)
-            if borrowed and evaluators is None:
-                self._drop_pkl()
-            elif borrowed and self.pkl is not None and evaluators is not None:
-                self.pkl.evaluators = evaluators
+            evaluators = _pkl_given_back(channel)  # read whoever the worker was: the pages' report follows it
+            if borrowed:
+                if evaluators is None:
+                    self._drop_pkl()
+                elif self.pkl is not None:
+                    self.pkl.evaluators = evaluators
             self.written = merged([*self.written, *read_report(channel)])[:MAX_SPANS]
             channel.close()
         connection = self.workers.pop(pid, None)

@@ -132,7 +132,10 @@ def work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket
 
 def _word_on_pkl(pkl: Lendable | None, borrowed: bool) -> bytes:
     """What the server hears of the Pkl server it lent (``PKL_KEPT`` and its kept evaluators, or ``PKL_LOST``)."""
-    evaluators = give_back_shared_server() if borrowed else pkl.evaluators if pkl is not None else None
+    if borrowed:
+        evaluators = give_back_shared_server()
+    else:  # one it did not borrow (another Pkl binary), it did not touch
+        evaluators = pkl.evaluators if pkl is not None else None
     if evaluators is None:
         return PKL_LOST
     table = evaluators.to_bytes()

@@ -46,7 +46,7 @@ def scan(text: str) -> ModuleScan:
     code = without_line_comments(text)
     files_alone = (not _GLOB.search(code) and len(IMPORT_KEYWORD.findall(code)) == len(imports)
                    and len(READ.findall(code)) == len(PROP_READ.findall(code)))
-    return ModuleScan(imports, files_alone, may_read_command(text))
+    return ModuleScan(imports, files_alone, may_read_command(code, comments_removed=True))
 
 
 def _imports(text: str) -> Iterable[str]:
