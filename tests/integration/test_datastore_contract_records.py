@@ -13,13 +13,28 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from svc.config.model import DatastoreConfig
-from svc.datastore import COMMAND_FIELDS, ConflictError, Datastore, NotFoundError, open_datastore, parse_query
+from svc.datastore import (
+    COMMAND_FIELDS,
+    ConflictError,
+    Datastore,
+    LeadershipLost,
+    NotFoundError,
+    open_datastore,
+    parse_query,
+)
 from svc.datastore.migrate import head_revision, migrate
 from svc.datastore.sql_store import SqlDatastore
 from svc.datastore.tables import metadata
 from svc.datastore.update_writes import UpdateStateWrite
 from svc.ids import new_id
-from svc.model.records import CommandRecord, PolicyWrite, ResourceUpdateRecord, TargetFilter, TargetWrite
+from svc.model.records import (
+    CommandRecord,
+    PolicyWrite,
+    ResourceUpdateRecord,
+    ResourceWrite,
+    TargetFilter,
+    TargetWrite,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -283,6 +298,49 @@ def test_command_states_are_fenced_too(datastore: Datastore) -> None:
     assert not datastore.put_command(command(record.id, state="InProgress"))
     stored = datastore.get_command(record.id)
     assert stored is not None and stored.state == "Success" and stored.end_ts == T0 + timedelta(seconds=3)
+
+
+def test_a_commands_end_deletes_what_it_emptied_and_stores_its_state_in_one_transaction(
+        datastore: Datastore) -> None:
+    for stack in ("emptied", "still-used"):
+        datastore.create_stack(stack)
+    for target in ("emptied-target", "used-target"):
+        datastore.put_target(TargetWrite(target, "FAKE", {}))
+    datastore.store_resource(ResourceWrite(type="FAKE::Test::Item", label="left", stack="still-used",
+                                           target="used-target", properties={}, native_id="n-left"))
+    record = command()
+    datastore.put_command(record)
+    ended = T0 + timedelta(seconds=2)
+    assert datastore.end_command(record.id, "Success", end_ts=ended, emptied_targets=["emptied-target", "used-target"],
+                                 emptied_stacks=["emptied", "still-used", "never-existed"])
+    assert datastore.get_stack("emptied") is None and datastore.get_stack("still-used") is not None
+    assert datastore.get_target("emptied-target") is None and datastore.get_target("used-target") is not None
+    stored = datastore.get_command(record.id)
+    assert stored is not None and (stored.state, stored.end_ts) == ("Success", ended)
+    # Again (a retry after an outage that committed it): nothing moves, nothing fails.
+    assert not datastore.end_command(record.id, "Failed", end_ts=T0, emptied_targets=["emptied-target"],
+                                     emptied_stacks=["emptied"])
+    assert datastore.get_command(record.id) == stored
+    # No state: the deletions alone, the command left as it is.
+    other = command()
+    datastore.put_command(other)
+    datastore.create_stack("later")
+    assert not datastore.end_command(other.id, None, end_ts=T0, emptied_stacks=["later"])
+    assert datastore.get_stack("later") is None
+    left = datastore.get_command(other.id)
+    assert left is not None and left.state == "InProgress" and left.end_ts is None
+
+
+def test_a_commands_end_is_fenced_and_writes_nothing_when_refused(datastore: Datastore) -> None:
+    datastore.create_stack("kept")
+    record = command()
+    datastore.put_command(record)
+    datastore.fence_writes(None)  # this process does not lead: every write is refused
+    with pytest.raises(LeadershipLost):
+        datastore.end_command(record.id, "Success", end_ts=T0, emptied_stacks=["kept"])
+    assert datastore.get_stack("kept") is not None
+    stored = datastore.get_command(record.id)
+    assert stored is not None and stored.state == "InProgress"
 
 
 def test_cancel_is_a_compare_and_swap(datastore: Datastore) -> None:

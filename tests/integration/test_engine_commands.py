@@ -97,10 +97,12 @@ def test_a_command_is_stored_in_progress_with_its_updates_then_sends_its_first_c
         env: Env, monkeypatch: pytest.MonkeyPatch):
     # One write stands between a submission and its first plugin calls: the command (InProgress already, as it
     # starts at once) with its updates. Those calls go out before ``apply`` answers, not after.
-    states: list[str] = []
-    set_command_state = env.datastore.set_command_state
+    states: list[str | None] = []
+    set_command_state, end_command = env.datastore.set_command_state, env.datastore.end_command
     monkeypatch.setattr(env.datastore, "set_command_state",
                         lambda command_id, state, **kw: states.append(state) or set_command_state(command_id, state, **kw))
+    monkeypatch.setattr(env.datastore, "end_command",
+                        lambda command_id, state, **kw: states.append(state) or end_command(command_id, state, **kw))
 
     async def scenario(engine: Engine) -> None:
         env.cloud.set_knob("latency", {"create": 0.5})

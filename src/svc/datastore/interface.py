@@ -130,6 +130,10 @@ class Datastore(Protocol):
                     stacks: Sequence[str] = ()) -> bool: ...
     def set_command_state(self, command_id: str, state: str, *, end_ts: datetime | None = None,
                           data: dict[str, Any] | None = None) -> bool: ...
+    def end_command(self, command_id: str, state: str | None, *, end_ts: datetime,
+                    emptied_targets: Sequence[str] = (), emptied_stacks: Sequence[str] = ()) -> bool:
+        """Deletes those of the targets, then the stacks, that hold no resource now, and moves the command to
+        ``state`` unless it is terminal (None: not at all), in one transaction; whether the state moved."""
     def get_command(self, command_id: str) -> CommandRecord | None: ...
     def last_reconcile(self, stack: str) -> CommandRecord | None:
         """The newest reconcile apply that changed something in ``stack`` or whose forma named it."""

@@ -87,21 +87,22 @@ class CatalogStore(SqlBase):
         """Tombstones the live stack with ``label`` and its inline policies (they go with it), and detaches
         the standalone ones; False if there is none."""
 
-        def work(conn: sa.Connection) -> bool:
-            head = self._live_stack(conn, label)
-            if head is None:
-                return False
-            self._advance(conn, s, head, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
-                          label=label, description=head.description, created_at=head.created_at)
-            conn.execute(sa.delete(sp).where(sp.c.stack_id == head.id))
-            inline = conn.execute(sa.select(p).where(p.c.stack_id == head.id, head_is(p.c.head, HEAD_LIVE))).all()
-            for policy in inline:
-                self._advance(conn, p, policy, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
-                              label=policy.label, policy_type=policy.policy_type, stack_id=policy.stack_id,
-                              data=policy.data, created_at=policy.created_at)
-            return True
+        return self.write_retrying(lambda conn: self._delete_stack_in(conn, label, command_id))
 
-        return self.write_retrying(work)
+    def _delete_stack_in(self, conn: sa.Connection, label: str, command_id: str | None) -> bool:
+        """``delete_stack`` within ``conn``'s write transaction."""
+        head = self._live_stack(conn, label)
+        if head is None:
+            return False
+        self._advance(conn, s, head, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
+                      label=label, description=head.description, created_at=head.created_at)
+        conn.execute(sa.delete(sp).where(sp.c.stack_id == head.id))
+        inline = conn.execute(sa.select(p).where(p.c.stack_id == head.id, head_is(p.c.head, HEAD_LIVE))).all()
+        for policy in inline:
+            self._advance(conn, p, policy, operation="delete", head_value=HEAD_TOMBSTONE, command_id=command_id,
+                          label=policy.label, policy_type=policy.policy_type, stack_id=policy.stack_id,
+                          data=policy.data, created_at=policy.created_at)
+        return True
 
     def get_stack(self, label: str) -> StackRecord | None:
         with self.read() as conn:
@@ -172,8 +173,13 @@ class CatalogStore(SqlBase):
         """Removes the target and all its versions (targets keep no history once gone); the resources set aside
         when it was reaped become delete tombstones."""
         with self.write() as conn:
-            forget_reaped_resources(conn, label)
-            return conn.execute(sa.delete(t).where(t.c.label == label)).rowcount > 0
+            return self._delete_target_in(conn, label)
+
+    @staticmethod
+    def _delete_target_in(conn: sa.Connection, label: str) -> bool:
+        """``delete_target`` within ``conn``'s write transaction."""
+        forget_reaped_resources(conn, label)
+        return conn.execute(sa.delete(t).where(t.c.label == label)).rowcount > 0
 
     def get_target(self, label: str) -> TargetRecord | None:
         with self.read() as conn:

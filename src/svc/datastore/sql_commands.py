@@ -151,15 +151,21 @@ class CommandStore(SqlBase):
                           data: dict[str, Any] | None = None) -> bool:
         """Moves a command to ``state`` unless it is already terminal (terminal states are final even under
         concurrent writers: the check and the write are one conditional UPDATE). Returns whether it moved."""
+        with self.write() as conn:
+            return self._set_command_state_in(conn, command_id, state, end_ts=end_ts, data=data)
+
+    @staticmethod
+    def _set_command_state_in(conn: sa.Connection, command_id: str, state: str, *, end_ts: datetime | None = None,
+                              data: dict[str, Any] | None = None) -> bool:
+        """``set_command_state`` within ``conn``'s write transaction."""
         values: dict[str, Any] = {"state": str(state), "modified_ts": now()}
         if end_ts is not None:
             values["end_ts"] = end_ts
         if data is not None:
             values["data"] = json_value(data)
-        with self.write() as conn:
-            done = conn.execute(sa.update(c).where(c.c.id == command_id, c.c.state.not_in(TERMINAL_COMMAND_STATES))
-                                .values(**values))
-            return done.rowcount == 1
+        done = conn.execute(sa.update(c).where(c.c.id == command_id, c.c.state.not_in(TERMINAL_COMMAND_STATES))
+                            .values(**values))
+        return done.rowcount == 1
 
     def get_command(self, command_id: str) -> CommandRecord | None:
         with self.read() as conn:

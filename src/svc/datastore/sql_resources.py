@@ -211,6 +211,12 @@ class ResourceStore(SqlBase):
 
     def count_resources(self, *, stack: str | None = None, target: str | None = None,
                         managed: bool | None = None) -> int:
+        with self.read() as conn:
+            return self._count_resources_in(conn, stack=stack, target=target, managed=managed)
+
+    @staticmethod
+    def _count_resources_in(conn: sa.Connection, *, stack: str | None = None, target: str | None = None,
+                            managed: bool | None = None) -> int:
         statement = sa.select(sa.func.count()).select_from(r).where(head_is(r.c.head, HEAD_LIVE))
         if stack is not None:
             statement = statement.where(r.c.stack == stack)
@@ -218,8 +224,7 @@ class ResourceStore(SqlBase):
             statement = statement.where(r.c.target == target)
         if managed is not None:
             statement = statement.where(r.c.managed.is_(sa.true() if managed else sa.false()))
-        with self.read() as conn:
-            return int(conn.execute(statement).scalar_one())
+        return int(conn.execute(statement).scalar_one())
 
 
 def lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:

@@ -36,6 +36,7 @@ class Runs:
         self._runs: dict[str, CommandRun] = {}
         self._tasks: dict[str, asyncio.Task[str]] = {}
         self._settling: asyncio.TimerHandle | None = None  # settle() when the agent is idle (_settle_when_idle)
+        self._deleted_targets: dict[str, list[str]] = {}  # per run: the targets its command deletes once empty
         self._ended_at = 0.0  # loop time of the last run's end
 
     def launch(self, command_id: str, graph: Graph, nodes: dict[str, Node], command: CommandRecord | None = None,
@@ -47,11 +48,14 @@ class Runs:
                          in_progress_stored=command is not None and command.state == CommandState.IN_PROGRESS,
                          detached=self.detached)
         self._runs[command_id] = run
+        if command is not None:
+            self._deleted_targets[command_id] = _deleted_targets(command)
         task = asyncio.create_task(traced_command(run.run(), command_id, command), name=f"command {command_id}")
         self._tasks[command_id] = task
 
         def forget(_: asyncio.Task[str]) -> None:
             self._runs.pop(command_id, None)
+            self._deleted_targets.pop(command_id, None)
             self._tasks.pop(command_id, None)
             run.dispatched.set()  # a task canceled before it ran never set it
             self._settle_when_idle()  # its frozen objects are garbage now
@@ -107,24 +111,22 @@ class Runs:
             await asyncio.wait({task}, timeout=timeout)
 
     async def finish(self, command_id: str, state: str, delete_stacks: set[str]) -> None:
-        """Ends a command: targets and stacks its deletes emptied go, then the command's final state.
-        ``delete_stacks`` are the stacks of its delete changes (known in memory: reading the updates back
-        decoded every change's document again)."""
+        """Ends a command: targets and stacks its deletes emptied go, then the command's final state, in one
+        transaction. ``delete_stacks`` are the stacks of its delete changes (known in memory: reading the updates
+        back decoded every change's document again); its deleted targets are known from its record when it ran
+        here, else read."""
         store = self.store
+        targets = self._deleted_targets.get(command_id)
 
         def work() -> None:
-            command = store.get_command(command_id)
-            if command is not None:
-                for target in command.data.get("targets", []):
-                    if target["operation"] == "delete" and not store.count_resources(target=target["label"]):
-                        store.delete_target(target["label"])
-            for stack in delete_stacks:
-                if store.count_resources(stack=stack) == 0:
-                    store.delete_stack(stack, command_id=command_id)
-            if state in TERMINAL_COMMAND_STATES:
-                store.set_command_state(command_id, state, end_ts=utcnow())
+            deleted = targets
+            if deleted is None:
+                command = store.get_command(command_id)
+                deleted = _deleted_targets(command) if command is not None else []
+            store.end_command(command_id, state if state in TERMINAL_COMMAND_STATES else None, end_ts=utcnow(),
+                              emptied_targets=deleted, emptied_stacks=sorted(delete_stacks))
 
-        await patiently(work)  # each step checks what is stored: after an outage, it runs again from the start
+        await patiently(work)  # one transaction: after an outage it runs again whole
 
     async def stop(self) -> None:
         """Cancels every run where it is (a later start resumes it) and every detached change."""
@@ -134,3 +136,8 @@ class Runs:
         if self._settling is not None:
             self._settling.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _deleted_targets(command: CommandRecord) -> list[str]:
+    """The targets ``command`` deletes (once no resource is left on them)."""
+    return [target["label"] for target in command.data.get("targets", []) if target["operation"] == "delete"]
