@@ -30,7 +30,7 @@ class SqlDatastore(ChangeBatchStore, ResourceStore, CatalogStore, ReapingStore, 
         """A command's end as one transaction: each of ``emptied_targets`` that holds no resource now is deleted
         (``delete_target``), then each of ``emptied_stacks`` likewise (``delete_stack``, recorded as the command's),
         then the command moves to ``state`` unless it is terminal already (None: it keeps its state). Returns
-        whether the state moved. (Separately, the three took up to six transactions at the end of every destroy.)"""
+        whether the state moved. One transaction: an end retried after an outage runs again whole."""
 
         def work(conn: sa.Connection) -> bool:
             for label in emptied_targets:
