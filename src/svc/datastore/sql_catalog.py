@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from svc.datastore.errors import ConflictError, NotFoundError
-from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
+from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import FieldKind, QueryFields, parse_query
 from svc.datastore.query_sql import conditions, matcher
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
@@ -19,6 +19,12 @@ from svc.model.records import Page, PolicyRecord, PolicyWrite, StackRecord, Targ
 s, t, p, sp = stacks, targets, policies, stack_policies
 
 _TARGET_FIELDS = QueryFields("targets", {"label": FieldKind.TEXT, "namespace": FieldKind.TEXT})
+# Read by every command's admission (``PagedQuery``: built once).
+_LIVE_STACKS = PagedQuery(sa.select(s).where(head_is(s.c.head, HEAD_LIVE)), order=(s.c.label,))
+_LIVE_TARGETS = sa.select(t).where(head_is(t.c.head, HEAD_LIVE))
+_ALL_TARGETS = PagedQuery(_LIVE_TARGETS, order=(t.c.label,))
+_UNREAPED_TARGETS = PagedQuery(_LIVE_TARGETS.where(t.c.health_state != "reaped"), order=(t.c.label,))
+_ANY_LIVE_POLICY = sa.select(sa.exists().where(head_is(p.c.head, HEAD_LIVE)))
 
 
 def _stack(row: sa.Row[Any]) -> StackRecord:
@@ -111,8 +117,7 @@ class CatalogStore(SqlBase):
 
     def list_stacks(self, *, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[StackRecord]:
         with self.read() as conn:
-            return paginate(conn, sa.select(s).where(head_is(s.c.head, HEAD_LIVE)), list_name="stacks",
-                            order=(s.c.label,), cursor=cursor, limit=limit, convert=_stack)
+            return _LIVE_STACKS.page(conn, list_name="stacks", cursor=cursor, limit=limit, convert=_stack)
 
     def _live_stack(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
         return conn.execute(sa.select(s).where(s.c.label == label, head_is(s.c.head, HEAD_LIVE))).first()
@@ -190,8 +195,12 @@ class CatalogStore(SqlBase):
                      limit: int = DEFAULT_PAGE_SIZE) -> Page[TargetRecord]:
         """Targets by label; ``label``/``namespace`` filters accept ``*`` wildcards (``%``/``_`` literal); reaped
         targets only with ``where.reaped``."""
-        statement = sa.select(t).where(head_is(t.c.head, HEAD_LIVE))
         where = where or TargetFilter()
+        if where.label is None and where.namespace is None and where.discoverable is None:
+            every = _ALL_TARGETS if where.reaped else _UNREAPED_TARGETS
+            with self.read() as conn:
+                return every.page(conn, list_name="targets", cursor=cursor, limit=limit, convert=_target)
+        statement = _LIVE_TARGETS
         terms = [f"{name}:{_quote(value)}" for name, value in (("label", where.label), ("namespace", where.namespace))
                  if value is not None]
         if terms:
@@ -283,7 +292,7 @@ class CatalogStore(SqlBase):
 
     def has_live_policies(self) -> bool:
         with self.read() as conn:
-            return conn.execute(sa.select(sa.exists().where(head_is(p.c.head, HEAD_LIVE)))).scalar() is True
+            return conn.execute(_ANY_LIVE_POLICY).scalar() is True
 
     def policies_in_force(self, policy_type: str) -> list[tuple[str, PolicyRecord]]:
         live = (head_is(p.c.head, HEAD_LIVE), p.c.policy_type == policy_type)

@@ -9,7 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from svc.datastore.bulk import BulkStatement
-from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
+from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import Pattern, Query
 from svc.datastore.query_sql import conditions, match, matcher
 from svc.datastore.sql_base import SqlBase, json_value, now, upsertable_insert
@@ -115,6 +115,39 @@ _WITH_CHANGE = u.outerjoin(rc, sa.and_(rc.c.command_id == u.c.command_id, rc.c.k
                                        rc.c.operation == u.c.operation))
 
 
+# The statements of every command's admission, execution and status answers, built once (their values bound).
+_COMMAND_BY_ID = sa.select(c).where(c.c.id == sa.bindparam("command_id"))
+_INCOMPLETE_COMMANDS = PagedQuery(sa.select(c).where(c.c.state.in_([str(state) for state in _INCOMPLETE])),
+                                  order=_COMMAND_ORDER, descending=True)
+_STATE_COUNTS = (sa.select(u.c.state, sa.func.count()).where(u.c.command_id == sa.bindparam("command_id"))
+                 .group_by(u.c.state))
+
+
+def _last_reconcile() -> sa.Select[Any]:
+    stack = sa.bindparam("stack")
+    in_stack = sa.or_(sa.exists().where(u.c.command_id == c.c.id, u.c.stack_label == stack),
+                      sa.exists().where(cs.c.command_id == c.c.id, cs.c.stack_label == stack))
+    return (sa.select(c).where(c.c.command == "apply", c.c.mode == "reconcile", in_stack)
+            .order_by(*(column.desc() for column in _COMMAND_ORDER)).limit(1))
+
+
+def _update_summaries(with_progress: bool, since: bool) -> PagedQuery:
+    """A command's updates without their changes, nor the data documents of those that did not fail unless
+    ``with_progress``; ``since``: only those written since a time (``modified_since``), in the order written."""
+    failed = u.c.state.in_([str(UpdateState.FAILED), str(UpdateState.REJECTED)])
+    data = (u.c.data if with_progress else sa.case((failed, u.c.data), else_=sa.null())).label("data")
+    statement = sa.select(*(column for column in u.c if column.name != "data"), data).where(
+        u.c.command_id == sa.bindparam("command_id"))
+    if since:
+        statement = statement.where(u.c.modified_ts >= sa.bindparam("modified_since"))
+    return PagedQuery(statement, order=_WRITTEN_ORDER if since else _UPDATE_ORDER)
+
+
+_LAST_RECONCILE = _last_reconcile()
+_UPDATE_SUMMARIES = {(progress, since): _update_summaries(progress, since)
+                     for progress in (False, True) for since in (False, True)}
+
+
 class CommandStore(SqlBase):
     # -- commands ----------------------------------------------------------------------------------------
 
@@ -169,19 +202,15 @@ class CommandStore(SqlBase):
 
     def get_command(self, command_id: str) -> CommandRecord | None:
         with self.read() as conn:
-            row = conn.execute(sa.select(c).where(c.c.id == command_id)).first()
+            row = conn.execute(_COMMAND_BY_ID, {"command_id": command_id}).first()
         return _command(row) if row is not None else None
 
     def last_reconcile(self, stack: str) -> CommandRecord | None:
         """The newest reconcile apply that changed something in ``stack`` or whose forma named it (drift's baseline,
         ``svc.engine.drift``): one row, found by walking the commands newest first. Filtering ``list_commands`` by
         stack read and decoded a page of them for it, growing with the stack's history, on every reconcile."""
-        in_stack = sa.or_(sa.exists().where(u.c.command_id == c.c.id, u.c.stack_label == stack),
-                          sa.exists().where(cs.c.command_id == c.c.id, cs.c.stack_label == stack))
-        statement = (sa.select(c).where(c.c.command == "apply", c.c.mode == "reconcile", in_stack)
-                     .order_by(*(column.desc() for column in _COMMAND_ORDER)).limit(1))
         with self.read() as conn:
-            row = conn.execute(statement).first()
+            row = conn.execute(_LAST_RECONCILE, {"stack": stack}).first()
         return _command(row) if row is not None else None
 
     def delete_command(self, command_id: str) -> bool:
@@ -220,10 +249,9 @@ class CommandStore(SqlBase):
     def list_incomplete_commands(self, *, cursor: str | None = None,
                                  limit: int = DEFAULT_PAGE_SIZE) -> Page[CommandRecord]:
         """Commands that have not reached a terminal state (crash recovery, conflict checks), newest first."""
-        statement = sa.select(c).where(c.c.state.in_([str(s) for s in _INCOMPLETE]))
         with self.read() as conn:
-            return paginate(conn, statement, list_name="incomplete-commands", order=_COMMAND_ORDER, cursor=cursor,
-                            limit=limit, convert=_command, descending=True)
+            return _INCOMPLETE_COMMANDS.page(conn, list_name="incomplete-commands", cursor=cursor, limit=limit,
+                                             convert=_command)
 
     # -- resource updates --------------------------------------------------------------------------------
 
@@ -246,22 +274,19 @@ class CommandStore(SqlBase):
         holds the write lock, so a write committed later than a read carries a time at most the write's
         duration before that read). ``with_progress``: every update's data document (attempts, message, end), a
         third more of the read's CPU, for a live view."""
-        failed = u.c.state.in_([str(UpdateState.FAILED), str(UpdateState.REJECTED)])
-        data = (u.c.data if with_progress else sa.case((failed, u.c.data), else_=sa.null())).label("data")
-        statement = sa.select(*(column for column in u.c if column.name != "data"), data).where(
-            u.c.command_id == command_id)
-        order, list_name = _UPDATE_ORDER, f"update-summaries:{command_id}"
+        query = _UPDATE_SUMMARIES[with_progress, modified_since is not None]
+        values: dict[str, Any] = {"command_id": command_id}
+        list_name = f"update-summaries:{command_id}"
         if modified_since is not None:
-            statement = statement.where(u.c.modified_ts >= modified_since)
-            order, list_name = _WRITTEN_ORDER, f"updates-written:{command_id}"
+            values["modified_since"] = modified_since
+            list_name = f"updates-written:{command_id}"
         with self.read() as conn:
-            return paginate(conn, statement, list_name=list_name, order=order, cursor=cursor, limit=limit,
-                            convert=_update_summary)
+            return query.page(conn, list_name=list_name, cursor=cursor, limit=limit, convert=_update_summary,
+                              **values)
 
     def count_resource_update_states(self, command_id: str) -> dict[str, int]:
-        statement = sa.select(u.c.state, sa.func.count()).where(u.c.command_id == command_id).group_by(u.c.state)
         with self.read() as conn:
-            return {state: count for state, count in conn.execute(statement).all()}
+            return {state: count for state, count in conn.execute(_STATE_COUNTS, {"command_id": command_id}).all()}
 
     def set_resource_update_state(self, command_id: str, ksuid: str, operation: str, state: str, *,
                                   version: str | None = None, data: dict[str, Any] | None = None,

@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from svc.datastore.paging import DEFAULT_PAGE_SIZE, paginate
+from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import Query
 from svc.datastore.query_sql import conditions, matcher
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
@@ -27,6 +27,7 @@ _TEXT_FIELDS = {
 }
 _BOOL_FIELDS = {"managed": r.c.managed}
 _LIST_ORDER = (r.c.type, r.c.label, r.c.ksuid)
+_LIVE_RESOURCES = PagedQuery(sa.select(r).where(head_is(r.c.head, HEAD_LIVE)), order=_LIST_ORDER)  # the inventory
 _HISTORY_ORDER = (r.c.version,)
 _ALL_VERSIONS_ORDER = (r.c.ksuid, r.c.version)
 _SUMMARY_COLUMNS = (r.c.ksuid, r.c.type, r.c.label, r.c.stack, r.c.target, r.c.native_id, r.c.managed)
@@ -180,6 +181,10 @@ class ResourceStore(SqlBase):
     def list_resources(self, query: Query | None = None, *, cursor: str | None = None,
                        limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceVersion]:
         """Live resources matching ``query``, ordered by (type, label, ksuid)."""
+        if query is None:  # every command's admission reads the whole inventory
+            with self.read() as conn:
+                return _LIVE_RESOURCES.page(conn, list_name="resources", cursor=cursor, limit=limit,
+                                            convert=version_of_row)
         statement = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), *conditions(query, _TEXT_FIELDS, _BOOL_FIELDS))
         with self.read() as conn:
             return paginate(conn, statement, list_name="resources", order=_LIST_ORDER, cursor=cursor,
