@@ -427,6 +427,27 @@ def test_incomplete_commands_and_deletion(datastore: Datastore) -> None:
     assert datastore.get_command(running.id) is None and datastore.get_resource_updates(running.id).items == ()
 
 
+def test_incomplete_commands_and_targets_are_walked_in_pages(datastore: Datastore) -> None:
+    # Both are read by every command's admission from statements built once (``PagedQuery``): the first page's and
+    # the next pages', newest first for the commands.
+    started = [command(state="InProgress", start_ts=T0 + timedelta(seconds=n)) for n in range(5)]
+    for record in [*started, command(state="Failed", start_ts=T0 + timedelta(seconds=9))]:
+        datastore.put_command(record)
+    pages, cursor = [], None
+    while True:
+        page = datastore.list_incomplete_commands(cursor=cursor, limit=2)
+        pages.append([c.id for c in page.items])
+        if (cursor := page.next_cursor) is None:
+            break
+    assert pages == [[started[4].id, started[3].id], [started[2].id, started[1].id], [started[0].id]]
+    for label in ("t-c", "t-a", "t-e", "t-b", "t-d"):
+        datastore.put_target(TargetWrite(label, "FAKE", {}))
+    first = datastore.list_targets(TargetFilter(reaped=True), limit=3)
+    rest = datastore.list_targets(TargetFilter(reaped=True), cursor=first.next_cursor, limit=3)
+    assert [t.label for t in (*first.items, *rest.items)] == ["t-a", "t-b", "t-c", "t-d", "t-e"]
+    assert rest.next_cursor is None and [t.label for t in datastore.list_targets().items][:2] == ["t-a", "t-b"]
+
+
 # -- background runs ----------------------------------------------------------------------------------------
 
 def test_background_runs_do_not_overlap(datastore: Datastore) -> None:
