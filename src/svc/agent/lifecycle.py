@@ -197,6 +197,10 @@ def start_agent(config_path: Path) -> None:
         ssl_keyfile=config.server.tls_key and str(Path(config.server.tls_key).expanduser()),
         log_config=None,
         access_log=False,
+        # Not uvloop, which uvicorn would take if it were installed: its transports can lose the peer of a socket
+        # closed early (uvloop issue 560), and a request forwarded to a leader that was stopping then failed with
+        # an AttributeError inside httpx instead of a connection error the follower answers 503 to.
+        loop="asyncio",
         timeout_graceful_shutdown=int(STOP_TIMEOUT_SECONDS),
     ))
     write_pid(pid_path)
