@@ -25,6 +25,13 @@ _LIVE_TARGETS = sa.select(t).where(head_is(t.c.head, HEAD_LIVE))
 _ALL_TARGETS = PagedQuery(_LIVE_TARGETS, order=(t.c.label,))
 _UNREAPED_TARGETS = PagedQuery(_LIVE_TARGETS.where(t.c.health_state != "reaped"), order=(t.c.label,))
 _ANY_LIVE_POLICY = sa.select(sa.exists().where(head_is(p.c.head, HEAD_LIVE)))
+# What storing a new command's stacks and targets runs (built once, as above).
+_LIVE_STACK = sa.select(s).where(s.c.label == sa.bindparam("label"), head_is(s.c.head, HEAD_LIVE))
+_STACK_BY_ID = sa.select(s).where(s.c.id == sa.bindparam("stack_id"))
+_INSERT_STACK = sa.insert(s)
+_LIVE_TARGET = sa.select(t).where(t.c.label == sa.bindparam("label"), head_is(t.c.head, HEAD_LIVE))
+_TARGET_VERSION = sa.select(t).where(t.c.label == sa.bindparam("label"), t.c.version == sa.bindparam("target_version"))
+_INSERT_TARGET = sa.insert(t)
 
 
 def _stack(row: sa.Row[Any]) -> StackRecord:
@@ -71,8 +78,8 @@ class CatalogStore(SqlBase):
             values = {"id": new_id(), "version": new_id(), "head": HEAD_LIVE, "operation": "create",
                       "label": label, "description": description, "command_id": command_id,
                       "created_at": at, "valid_from": at}
-            conn.execute(sa.insert(s).values(**values))
-            return _stack(conn.execute(sa.select(s).where(s.c.id == values["id"])).one())
+            conn.execute(_INSERT_STACK, values)
+            return _stack(conn.execute(_STACK_BY_ID, {"stack_id": values["id"]}).one())
 
         return self.write_retrying(work)
 
@@ -120,7 +127,7 @@ class CatalogStore(SqlBase):
             return _LIVE_STACKS.page(conn, list_name="stacks", cursor=cursor, limit=limit, convert=_stack)
 
     def _live_stack(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
-        return conn.execute(sa.select(s).where(s.c.label == label, head_is(s.c.head, HEAD_LIVE))).first()
+        return conn.execute(_LIVE_STACK, {"label": label}).first()
 
     def _advance(self, conn: sa.Connection, table: sa.Table, head: sa.Row[Any], *, operation: str,
                  head_value: int, command_id: str | None, **values: Any) -> str:
@@ -168,9 +175,10 @@ class CatalogStore(SqlBase):
                 if head.health_state == "reaped":
                     values["version"] = head.version + 1
                     revive_resources(conn, write.label)
-            conn.execute(sa.insert(t).values(label=write.label, head=HEAD_LIVE, valid_from=at, **declared, **values))
-            return _target(conn.execute(sa.select(t).where(t.c.label == write.label,
-                                                           t.c.version == values["version"])).one())
+            conn.execute(_INSERT_TARGET,
+                         {"label": write.label, "head": HEAD_LIVE, "valid_from": at, **declared, **values})
+            return _target(conn.execute(_TARGET_VERSION, {"label": write.label,
+                                                          "target_version": values["version"]}).one())
 
         return self.write_retrying(work)
 
@@ -216,7 +224,7 @@ class CatalogStore(SqlBase):
                             convert=_target)
 
     def _live_target(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
-        return conn.execute(sa.select(t).where(t.c.label == label, head_is(t.c.head, HEAD_LIVE))).first()
+        return conn.execute(_LIVE_TARGET, {"label": label}).first()
 
     # -- policies ----------------------------------------------------------------------------------------
 

@@ -117,6 +117,8 @@ _WITH_CHANGE = u.outerjoin(rc, sa.and_(rc.c.command_id == u.c.command_id, rc.c.k
 
 # The statements of every command's admission, execution and status answers, built once (their values bound).
 _COMMAND_BY_ID = sa.select(c).where(c.c.id == sa.bindparam("command_id"))
+# The columns it sets are those given with it (state and modified_ts, end_ts and data when given).
+_SET_STATE = sa.update(c).where(c.c.id == sa.bindparam("command_id"), c.c.state.not_in(TERMINAL_COMMAND_STATES))
 _INCOMPLETE_COMMANDS = PagedQuery(sa.select(c).where(c.c.state.in_([str(state) for state in _INCOMPLETE])),
                                   order=_COMMAND_ORDER, descending=True)
 _STATE_COUNTS = (sa.select(u.c.state, sa.func.count()).where(u.c.command_id == sa.bindparam("command_id"))
@@ -191,14 +193,12 @@ class CommandStore(SqlBase):
     def _set_command_state_in(conn: sa.Connection, command_id: str, state: str, *, end_ts: datetime | None = None,
                               data: dict[str, Any] | None = None) -> bool:
         """``set_command_state`` within ``conn``'s write transaction."""
-        values: dict[str, Any] = {"state": str(state), "modified_ts": now()}
+        values: dict[str, Any] = {"command_id": command_id, "state": str(state), "modified_ts": now()}
         if end_ts is not None:
             values["end_ts"] = end_ts
         if data is not None:
             values["data"] = json_value(data)
-        done = conn.execute(sa.update(c).where(c.c.id == command_id, c.c.state.not_in(TERMINAL_COMMAND_STATES))
-                            .values(**values))
-        return done.rowcount == 1
+        return conn.execute(_SET_STATE, values).rowcount == 1
 
     def get_command(self, command_id: str) -> CommandRecord | None:
         with self.read() as conn:
