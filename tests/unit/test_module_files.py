@@ -23,7 +23,7 @@ def closure(tree: Path, text: str, *, strict: bool = True) -> list[str] | None:
     (tree / "main.pkl").write_text(text)
     files = ModuleFiles({"pkg": Package("projectpackage://x/pkg@1#/", tree / "pkg")}, strict=strict)
     found = files.closure(tree / "main.pkl")
-    return None if found is None else [path.relative_to(tree).as_posix() for path in found]
+    return None if found is None else [Path(path).relative_to(tree).as_posix() for path in found]
 
 
 def test_the_scans_of_the_modules_imported_are_kept_not_the_one_edited(tree: Path) -> None:

@@ -107,7 +107,7 @@ class DescriptorCache:
         files = self._modules.closure(Path(entry.rpartition("#")[0]))
         if files is None:
             return
-        stats = {str(file): self._stat(str(file)) for file in [*files, find_pkl()]}
+        stats = {file: self._stat(file) for file in [*files, str(find_pkl())]}
         if any(stat is None for stat in stats.values()):
             return
         self.entries[entry] = {"Files": stats, "Schema": jsontext.dumps(schema)}

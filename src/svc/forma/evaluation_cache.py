@@ -136,7 +136,7 @@ class EvaluationCache:
         scans.save()
         if modules is None:
             return None
-        digests = {str(module): files_of.read[str(module)][1] for module in modules}
+        digests = {module: files_of.read[module][1] for module in modules}
         if self._project_file is not None:
             try:
                 for file in (self._project_file, self._project_file.with_name("PklProject.deps.json")):

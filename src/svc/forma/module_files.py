@@ -68,9 +68,9 @@ class ModuleFiles:
         self._root = ""
         self.read: dict[str, tuple[bytes, str, ModuleScan]] = {}
 
-    def closure(self, module: Path) -> list[Path] | None:
-        """The module and every module it reads, transitively (sorted); None when one of them cannot be
-        followed. The scan of ``module`` itself is not kept (the one being edited)."""
+    def closure(self, module: Path) -> list[str] | None:
+        """The paths of the module and of every module it reads, transitively (sorted); None when one of them cannot
+        be followed. The scan of ``module`` itself is not kept (the one being edited)."""
         self._root = str(module)
         seen: set[str] = set()
         pending = [str(module)]
@@ -83,7 +83,7 @@ class ModuleFiles:
             if reads is None:
                 return None
             pending.extend(reads)
-        return [Path(path) for path in sorted(seen)]
+        return sorted(seen)
 
     def imported(self, module: Path) -> bool:
         """Whether a module followed so far imports ``module``."""
