@@ -59,9 +59,18 @@ def after(columns: Sequence[sa.ColumnElement[Any]], key: Sequence[KeyValue],
           descending: bool = False) -> sa.ColumnElement[bool]:
     """Rows strictly after ``key`` in (columns) order; binds are typed by their column so that e.g. datetimes
     are stored-format strings on SQLite."""
-    values = [sa.bindparam(None, value, type_=column.type) for column, value in zip(columns, key, strict=True)]
-    left, right = sa.tuple_(*columns), sa.tuple_(*values)
+    return _beyond(columns, [sa.bindparam(None, value, type_=column.type)
+                             for column, value in zip(columns, key, strict=True)], descending)
+
+
+def _beyond(columns: Sequence[sa.ColumnElement[Any]], key: Sequence[sa.BindParameter[Any]],
+            descending: bool) -> sa.ColumnElement[bool]:
+    left, right = sa.tuple_(*columns), sa.tuple_(*key)
     return left < right if descending else left > right
+
+
+def _ordering(order: Sequence[sa.ColumnElement[Any]], descending: bool) -> list[sa.ColumnElement[Any]]:
+    return [column.desc() if descending else column.asc() for column in order]
 
 
 def paginate(conn: sa.Connection, statement: sa.Select[Any], *, list_name: str,
@@ -75,8 +84,7 @@ def paginate(conn: sa.Connection, statement: sa.Select[Any], *, list_name: str,
     limit = clamp_limit(limit)
     if cursor is not None:
         statement = statement.where(after(order, decode_cursor(list_name, cursor, len(order)), descending))
-    ordering = [column.desc() if descending else column.asc() for column in order]
-    rows = conn.execute(statement.order_by(*ordering).limit(limit + 1)).all()
+    rows = conn.execute(statement.order_by(*_ordering(order, descending)).limit(limit + 1)).all()
     return _page(rows, limit, list_name, order, convert)
 
 
@@ -89,12 +97,11 @@ class PagedQuery:
     def __init__(self, statement: sa.Select[Any], *, order: Sequence[sa.ColumnElement[Any]],
                  descending: bool = False) -> None:
         self.order = tuple(order)
-        ordering = [column.desc() if descending else column.asc() for column in order]
+        ordering = _ordering(order, descending)
         size = sa.bindparam("page_size", type_=sa.Integer())
         key = [sa.bindparam(f"after_{index}", type_=column.type) for index, column in enumerate(order)]
-        later = sa.tuple_(*order) < sa.tuple_(*key) if descending else sa.tuple_(*order) > sa.tuple_(*key)
         self._first = statement.order_by(*ordering).limit(size)
-        self._next = statement.where(later).order_by(*ordering).limit(size)
+        self._next = statement.where(_beyond(order, key, descending)).order_by(*ordering).limit(size)
 
     def page(self, conn: sa.Connection, *, list_name: str, cursor: str | None, limit: int,
              convert: Callable[[sa.Row[Any]], T], **parameters: Any) -> Page[T]:
