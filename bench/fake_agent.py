@@ -15,14 +15,16 @@ from support.processes import Agent, is_cli_spare, is_pkl_server, on_demand_agen
 
 
 def start_fake_agent(directory: Path, *, plugin_config: str = "", max_retries: int | None = 5,
-                     healthy_within: float = 30, executable: str | None = None) -> Agent:
+                     healthy_within: float = 30, executable: str | None = None,
+                     datastore: str | None = None) -> Agent:
     """Starts an agent whose background jobs are off (benches time the passes they ask for); it has its own
     PID file and data dir, so another agent may run on this machine. ``max_retries`` None: the default retry
     settings; ``healthy_within``: seconds it may take to answer (longer on a busy machine); ``executable``: the
-    ``svc`` console script of another checkout's environment (default: this one's)."""
+    ``svc`` console script of another checkout's environment (default: this one's); ``datastore``: the config's
+    ``datastore { … }`` block (default: SQLite in ``directory``)."""
     env = {"SVC_PID_FILE": str(directory / "agent.pid"), "XDG_DATA_HOME": str(directory / "data")}
     agent = on_demand_agent(directory, f"new FAKE.PluginConfig {{ {plugin_config} }}", max_retries=max_retries,
-                            env=env)
+                            env=env, datastore=datastore)
     if executable is not None:
         agent.executable = executable
     agent.start(wait=False)

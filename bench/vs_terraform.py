@@ -3,7 +3,8 @@ its exit, and the ratio svc ÷ Terraform per phase and size.
 
 The work: 1 root resource and N−1 resources that reference it. svc applies a forma of ``FAKE::Test::Item``s
 (the FAKE plugin at zero latency, its in-flight limit 64) through the real ``svc`` console script and a real agent
-(SQLite in a temp dir; its background synchronization and discovery off, as Terraform has none); the CLI reads a
+(SQLite in a temp dir, or with ``--postgres URL`` a schema of its own in that PostgreSQL; its background
+synchronization and discovery off, as Terraform has none); the CLI reads a
 config file from its user config dir, as a user's would be. Terraform applies ``terraform_data`` resources (built
 in: no provider, no network) whose ``input`` references the root's ``output``, with ``-parallelism=64``, in two
 layouts: one ``resource`` block per resource (``blocks``) and one block with ``count`` (``count``); each phase is
@@ -41,6 +42,7 @@ Figures only; nothing is asserted. Skips (exit 0) where ``terraform`` is not on 
     .venv/bin/python bench/vs_terraform.py --sizes 10 100 1000
     .venv/bin/python bench/vs_terraform.py --sizes 10000 --runs 1 --layouts blocks --terraform-timeout 1500
     .venv/bin/python bench/vs_terraform.py --sizes 10 100 --compare /work/wt/base
+    .venv/bin/python bench/vs_terraform.py --sizes 10 100 --postgres postgresql://postgres@127.0.0.1:5432/postgres
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -209,15 +212,19 @@ class Tool:
 
 
 class Svc(Tool):
-    """svc of one checkout: its agent (FAKE, SQLite) and its CLI, with a home of its own."""
+    """svc of one checkout: its agent (FAKE; SQLite, or a schema of its own in the PostgreSQL at ``postgres``)
+    and its CLI, with a home of its own."""
 
-    def __init__(self, name: str, svc: Path, directory: Path, timeout: float) -> None:
+    def __init__(self, name: str, svc: Path, directory: Path, timeout: float, postgres: str | None = None) -> None:
         self.name = name
         self.directory = directory
         self.timeout = timeout
         self.svc = str(svc)
         directory.mkdir(parents=True)
-        self.agent = start_fake_agent(directory, executable=self.svc, healthy_within=300)
+        self.postgres = postgres
+        self.schema = f"svc_vs_terraform_{os.getpid()}_{directory.name}"
+        datastore = _postgres_block(postgres, self.schema) if postgres else None
+        self.agent = start_fake_agent(directory, executable=self.svc, healthy_within=300, datastore=datastore)
         home = directory / "home"
         (home / ".config" / "svc").mkdir(parents=True)
         (home / ".config" / "svc" / "svc.conf.pkl").write_text(
@@ -284,6 +291,26 @@ class Svc(Tool):
     def close(self) -> None:
         self.agent.stop()
         stop_cli_server(self.runtime)
+        if self.postgres:
+            import psycopg
+
+            with psycopg.connect(self.postgres, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+
+def _postgres_block(url: str, schema: str) -> str:
+    """The agent config's ``datastore`` block for the PostgreSQL at ``url``, in ``schema`` (the agent creates it)."""
+    parts = urlsplit(url)
+    fields = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 5432,
+              "user": unquote(parts.username or "postgres"), "password": unquote(parts.password or ""),
+              "database": parts.path.lstrip("/") or "postgres", "schema": schema}
+    body = "; ".join(f"{key} = {value}" if isinstance(value, int) else f'{key} = {_pkl_string(value)}'
+                     for key, value in fields.items())
+    return f'datastore {{ datastoreType = "postgres"; postgres {{ {body} }} }}'
+
+
+def _pkl_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class Terraform(Tool):
@@ -396,7 +423,8 @@ class Summary:
             return "not run".rjust(15)
         if not self.cpu == self.cpu:  # no run finished
             return f">{self.wall:.0f}".rjust(15)
-        wall = f"{'>' if self.timed_out else ''}{self.wall:.2f}"
+        # Below a second, milliseconds count: a 10-resource command takes a few dozen.
+        wall = f"{'>' if self.timed_out else ''}{self.wall:.3f}" if self.wall < 1 else f"{self.wall:.2f}"
         return f"{wall:>7} [{self.cpu:5.2f}]"
 
 
@@ -466,6 +494,9 @@ def main() -> None:
                         help="stop a Terraform command after this long")
     parser.add_argument("--compare", type=Path, metavar="OTHER_CHECKOUT",
                         help="instead of Terraform: the svc of another checkout (with its own .venv)")
+    parser.add_argument("--postgres", metavar="URL",
+                        help="svc's agents on this PostgreSQL (postgresql://user@host:port/database), each in a "
+                             "schema of its own dropped at the end, instead of SQLite")
     args = parser.parse_args()
     if min(args.sizes) < 2:
         parser.error("every size needs a root and at least one resource referencing it")
@@ -479,11 +510,11 @@ def main() -> None:
         directory = Path(tmp)
         tools: list[Tool] = []
         try:
-            tools.append(Svc("svc", here, directory / "svc", limit))
-            print(f"svc: {here} ({_commit(here.parent)})")
+            tools.append(Svc("svc", here, directory / "svc", limit, args.postgres))
+            print(f"svc: {here} ({_commit(here.parent)}), on {'PostgreSQL' if args.postgres else 'SQLite'}")
             if args.compare is not None:
                 other = args.compare.resolve() / ".venv" / "bin" / "svc"
-                tools.append(Svc("other svc", other, directory / "other", limit))
+                tools.append(Svc("other svc", other, directory / "other", limit, args.postgres))
                 print(f"other svc: {other} ({_commit(other.parent)})")
             else:
                 version = subprocess.run(["terraform", "version"], capture_output=True, text=True,
