@@ -20,7 +20,7 @@ from svc_plugin_fake import FakeCloud
 
 from support.engine import CALLER, TIMEOUT, applied, fake_forma, finished, item, res, resource, run, shown
 from svc.api.command_views import conflict_data
-from svc.datastore import Datastore
+from svc.datastore import Datastore, DatastoreUnavailable
 from svc.engine import errors
 from svc.engine.engine import Engine
 from svc.engine.service import ApplyRequest, DestroyRequest
@@ -118,6 +118,33 @@ def test_a_command_is_stored_in_progress_with_its_updates_then_sends_its_first_c
 
     env.run(scenario)
     assert states == ["Success"]
+
+
+def test_a_command_whose_storing_fails_leaves_no_stack_or_target_behind(env: Env, monkeypatch: pytest.MonkeyPatch):
+    # The command, its new stack and target are one transaction: an outage as the updates are written leaves
+    # nothing of it, and the same apply once the datastore is back stores and runs it whole.
+    put_command = env.datastore.put_command
+    outage = [True]
+
+    def failing(command, updates=(), **kwargs):
+        written = put_command(command, updates, **kwargs)
+        if outage[0]:
+            raise DatastoreUnavailable("datastore unavailable (test): connection lost before the commit")
+        return written
+
+    monkeypatch.setattr(env.datastore, "put_command", failing)
+
+    async def scenario(engine: Engine) -> None:
+        with pytest.raises(DatastoreUnavailable):
+            await shown(engine).apply(ApplyRequest(env.forma(item("a", "1")), "reconcile"), CALLER)
+        assert env.datastore.get_stack("app") is None and env.datastore.get_target("cloud") is None
+        assert not env.datastore.list_commands().items and not env.cloud.calls()
+        outage[0] = False
+        view = await applied(engine, env.forma(item("a", "1")))
+        assert view.State == "Success"
+        assert env.datastore.get_stack("app") is not None and env.datastore.get_target("cloud") is not None
+
+    env.run(scenario)
 
 
 def test_a_dependent_starts_once_its_dependency_answered_and_its_end_commits_after_that_one(

@@ -8,8 +8,9 @@ Failures raise ``DatastoreError`` subclasses; ``DatastoreUnavailable`` means "tr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from svc.datastore.query import Query
 from svc.datastore.update_writes import ChangeBatch, ChangeBatchOutcome, UpdateStateWrite
@@ -36,6 +37,7 @@ from svc.model.records import (
 )
 
 Json = dict[str, Any]
+T = TypeVar("T")
 
 
 class DocumentRewrite(Protocol):
@@ -61,6 +63,15 @@ class Datastore(Protocol):
         """Raises ``DatastoreUnavailable`` unless the database answers now (cheap: one trivial query)."""
 
     def close(self) -> None: ...
+
+    # several operations as one transaction
+    def snapshot(self) -> AbstractContextManager[None]:
+        """``with store.snapshot():`` every read this thread makes in the block shares one read transaction: one
+        consistent view, one BEGIN and COMMIT. No write may be made on this thread within it."""
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """Runs ``work`` with every read and write this thread makes in it inside one write transaction (all or
+        nothing), the whole of it run again when a compare-and-swap in it loses to a concurrent writer."""
 
     # resources
     def store_resource(self, write: ResourceWrite, *, command_id: str | None = None) -> StoreOutcome: ...

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -33,6 +35,16 @@ _SQLITE_TRANSIENT = ("database is locked", "database is busy", "unable to open",
 # One round trip for all keys; ORDER BY makes the acquisition order explicit.
 _LOCK = sa.text("SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM "
                 "(SELECT unnest(CAST(:keys AS text[])) AS k ORDER BY 1) AS keys")
+
+_REPEATABLE_READ = sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A transaction a thread holds open for the datastore operations it makes meanwhile."""
+
+    conn: sa.Connection
+    writing: bool
 
 
 class Retry(Exception):
@@ -89,6 +101,7 @@ class SqlBase:
         self.availability = Availability(describe)  # logs an outage's start and end (``outage``)
         # Set by ``fence_writes`` (``sql_lease``): every write transaction first checks the leader lease's epoch.
         self.write_fence: WriteFence | None = None
+        self._holding = threading.local()  # ``current``: the transaction this thread holds open, if any
 
     # -- error translation -------------------------------------------------------------------------------
 
@@ -120,11 +133,16 @@ class SqlBase:
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        """A read-only transaction (a consistent snapshot on both backends)."""
+        """A read-only transaction (a consistent snapshot on both backends), or the one this thread holds open
+        (``snapshot``, ``atomically``)."""
         began = time.monotonic()
         try:
-            with self.engine.connect() as conn, conn.begin():
-                yield conn
+            held = self._held()
+            if held is not None:
+                yield held.conn
+            else:
+                with self.engine.connect() as conn, conn.begin():
+                    yield conn
         except (sa.exc.SQLAlchemyError, OSError) as error:
             raise self._failed(error, began) from error
         self.availability.answered(began)
@@ -133,14 +151,63 @@ class SqlBase:
     def write(self, *, fenced: bool = True) -> Iterator[sa.Connection]:
         """A write transaction; on SQLite it holds the database write lock from its first statement. Once
         ``fence_writes`` was called, it first checks in the same transaction that this process still leads
-        (``LeadershipLost`` otherwise); ``fenced=False`` is for the lease's own writes only."""
+        (``LeadershipLost`` otherwise); ``fenced=False`` is for the lease's own writes only. Within ``atomically``,
+        the transaction it holds open."""
         began = time.monotonic()
         try:
-            with self._transaction(self.write_fence if fenced else None) as conn:
-                yield conn
+            held = self._held(writing=True)
+            if held is not None:
+                yield held.conn
+            else:
+                with self._transaction(self.write_fence if fenced else None) as conn:
+                    yield conn
         except (sa.exc.SQLAlchemyError, OSError) as error:
             raise self._failed(error, began) from error
         self.availability.answered(began)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read this thread makes within the block shares one read transaction, and one BEGIN and COMMIT
+        where a server is a round trip away instead of a pair per read. Its reads see one state of the datastore
+        (SQLite's WAL snapshot; on PostgreSQL a repeatable-read transaction), except through the Data API, where
+        each statement sees what was committed before it. No write may be made on this thread within it
+        (``atomically`` is for reading and writing together)."""
+        if self._held() is not None:
+            yield  # within a snapshot or an atomic block already: its transaction serves
+            return
+        with self.read() as conn:
+            if self.backend == "postgres":
+                conn.execute(_REPEATABLE_READ)  # a read-only one never fails to serialize
+            self._holding.current = _Held(conn, writing=False)
+            try:
+                yield
+            finally:
+                self._holding.current = None
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """Runs ``work`` with every read and write this thread makes in it inside one write transaction: all of it
+        commits, or none (an error in it rolls everything back). A compare-and-swap that loses in it runs the whole
+        of ``work`` again, as ``write_retrying`` runs its own work; ``work`` must hold no state across attempts."""
+        held = self._held(writing=True)
+        if held is not None:
+            return work()
+
+        def whole(conn: sa.Connection) -> T:
+            self._holding.current = _Held(conn, writing=True)
+            try:
+                return work()
+            finally:
+                self._holding.current = None
+
+        return self.write_retrying(whole)
+
+    def _held(self, *, writing: bool = False) -> _Held | None:
+        """The transaction this thread holds open (``snapshot``, ``atomically``); a write within a snapshot is a
+        bug (its reads would not see the write, nor could it be rolled back with them)."""
+        held: _Held | None = getattr(self._holding, "current", None)
+        if held is not None and writing and not held.writing:
+            raise RuntimeError("a datastore write within a read snapshot")
+        return held
 
     @contextmanager
     def _transaction(self, fence: WriteFence | None) -> Iterator[sa.Connection]:
@@ -159,6 +226,9 @@ class SqlBase:
         """Runs ``work`` in a write transaction, again from scratch when a concurrent writer got there first
         (``Retry`` or a unique-index violation); gives up with ``ConflictError`` after a few attempts. Fenced as
         ``write`` is: ``LeadershipLost`` ends it at once (it is no conflict, a retry cannot help)."""
+        held = self._held(writing=True)
+        if held is not None:
+            return work(held.conn)  # a conflict rolls back and reruns the whole atomic block (``atomically``)
         last: Exception | None = None
         began = time.monotonic()
         for attempt in range(_WRITE_ATTEMPTS):

@@ -170,9 +170,10 @@ class Admission:
 
     async def _plan(self, request: PlanRequest, reconcile_stacks: set[str]) -> Changeset:
         def work() -> Changeset:
-            # An apply that declares a reaped target recovers its resources; a destroy forgets them (DB only).
-            inventory = self._inventory(reconcile_stacks, request.forma if request.command == "apply" else None)
-            inventory.policies = stored_policies(self.store, request.forma, inventory.stacks)
+            with self.store.snapshot():  # one consistent view of what is stored, read in one transaction
+                # An apply that declares a reaped target recovers its resources; a destroy forgets them (DB only).
+                inventory = self._inventory(reconcile_stacks, request.forma if request.command == "apply" else None)
+                inventory.policies = stored_policies(self.store, request.forma, inventory.stacks)
             return plan(request, inventory, self.catalog, new_id)
 
         return await asyncio.to_thread(work)
@@ -212,19 +213,25 @@ class Admission:
 
     def _store_command(self, command: CommandRecord, records: Sequence[ResourceUpdateRecord],
                        changeset: Changeset) -> None:
-        # Stacks and targets first (outside the DAG, as the reference does): resources name them.
-        for stack in changeset.stacks:
-            if stack.operation == "create":
-                self.store.create_stack(stack.label, stack.description, command_id=command.id)
-            else:
-                self.store.update_stack(stack.label, stack.description, command_id=command.id)
-        for target in changeset.targets:
-            if target.operation != "delete":
-                self.store.put_target(TargetWrite(target.label, target.namespace, target.config,
-                                                  target.config_schema, target.discoverable, target.reap_kind,
-                                                  target.reap_after_seconds))
-        persist_policies(self.store, changeset.policies, command.id)  # after the stacks they belong to
-        self.store.put_command(command, records, stacks=changeset.reconciled)
+        """The command with its stacks, targets and policies, in one transaction: all of it is stored, or none
+        (an agent stopped meanwhile leaves no stack or target of a command it never stored)."""
+
+        def work() -> None:
+            # Stacks and targets first (outside the DAG, as the reference does): resources name them.
+            for stack in changeset.stacks:
+                if stack.operation == "create":
+                    self.store.create_stack(stack.label, stack.description, command_id=command.id)
+                else:
+                    self.store.update_stack(stack.label, stack.description, command_id=command.id)
+            for target in changeset.targets:
+                if target.operation != "delete":
+                    self.store.put_target(TargetWrite(target.label, target.namespace, target.config,
+                                                      target.config_schema, target.discoverable, target.reap_kind,
+                                                      target.reap_after_seconds))
+            persist_policies(self.store, changeset.policies, command.id)  # after the stacks they belong to
+            self.store.put_command(command, records, stacks=changeset.reconciled)
+
+        self.store.atomically(work)
 
     async def _refuse_reaped_targets(self, forma: Forma) -> None:
         """Resources on a reaped target that the forma does not declare again: refused (409 TargetReaped)."""
@@ -240,14 +247,15 @@ class Admission:
 
         def conflicting() -> list[StoredCommand]:
             found = []
-            for command in incomplete_commands(self.store):
-                if command.command not in ("apply", "destroy"):  # background reads change nothing
-                    continue
-                updates = updates_of(self.store, command.id)
-                live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
-                                                              UpdateState.REJECTED)]
-                if any(u.stack_label in stacks for u in live):
-                    found.append(StoredCommand(command, tuple(updates)))
+            with self.store.snapshot():
+                for command in incomplete_commands(self.store):
+                    if command.command not in ("apply", "destroy"):  # background reads change nothing
+                        continue
+                    updates = updates_of(self.store, command.id)
+                    live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
+                                                                  UpdateState.REJECTED)]
+                    if any(u.stack_label in stacks for u in live):
+                        found.append(StoredCommand(command, tuple(updates)))
             return found
 
         found = await asyncio.to_thread(conflicting)

@@ -57,14 +57,15 @@ def read_command(store: Datastore, command_id: str, *, summary: bool = False,
     agent's CPU with the documents), and once the command has ended, how many of all its updates are in each
     state: what a follower's last poll needs besides the updates written since the one before, instead of
     reading every update again. ``progress``: a summary with each update's progress (a live view's rows)."""
-    command = store.get_command(command_id)
-    if command is None:
-        return None
-    ended = summary and command.state in TERMINAL_COMMAND_STATES
+    with store.snapshot():  # the counts of the state the command was read in
+        command = store.get_command(command_id)
+        if command is None:
+            return None
+        ended = summary and command.state in TERMINAL_COMMAND_STATES
+        counts = store.count_resource_update_states(command_id) if ended else None
     progress = summary and progress
     return StoredCommand(command, StoredUpdates(store, command_id, summary, updated_since, progress),
-                         summary=summary, progress=progress,
-                         update_counts=store.count_resource_update_states(command_id) if ended else None)
+                         summary=summary, progress=progress, update_counts=counts)
 
 
 def list_commands(store: Datastore, query: str, caller: Caller, *, scope: Literal["client", "agent"],
