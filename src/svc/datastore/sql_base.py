@@ -81,9 +81,13 @@ def json_value(value: Any) -> Any:
     return jsontext.loads(jsontext.dump_bytes(value))
 
 
+# The INSERT construct that supports ``on_conflict_do_update``, by dialect name (the Data API's is PostgreSQL's).
+UPSERTABLE_INSERTS: dict[str, Callable[[sa.Table], Any]] = {"postgresql": pg_insert, "sqlite": sqlite_insert}
+
+
 def upsertable_insert(dialect: sa.Dialect, table: sa.Table) -> Any:
     """An INSERT that supports ``on_conflict_do_update`` on ``dialect`` (its own construct)."""
-    return pg_insert(table) if dialect.name == "postgresql" else sqlite_insert(table)
+    return UPSERTABLE_INSERTS[dialect.name](table)
 
 
 def _first_line(error: BaseException) -> str:

@@ -12,7 +12,7 @@ from svc.datastore.bulk import BulkStatement
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import Pattern, Query
 from svc.datastore.query_sql import conditions, match, matcher
-from svc.datastore.sql_base import SqlBase, json_value, now, upsertable_insert
+from svc.datastore.sql_base import UPSERTABLE_INSERTS, SqlBase, json_value, now, upsertable_insert
 from svc.datastore.tables import command_stacks, commands, resource_changes, resource_updates
 from svc.model.records import CancelOutcome, CommandRecord, Page, ResourceUpdateRecord
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES, CommandState, UpdateState
@@ -90,6 +90,7 @@ def _change_values(record: ResourceUpdateRecord) -> dict[str, Any]:
             "change": dict(record.change), "desired_sealed": record.desired_sealed}
 
 
+_COMMAND_COLUMNS = tuple(column.key for column in c.c)  # ``_command_values`` sets each
 _UPDATE_COLUMNS = tuple(column.key for column in u.c)
 _PUT_SLICE = 2000  # resource updates stored per executemany by ``put_command``
 _CHANGE_COLUMNS = tuple(column.key for column in rc.c)
@@ -106,6 +107,18 @@ def _upsert_updates(dialect: sa.Dialect) -> sa.Insert:
         where=u.c.state.not_in([sa.literal(str(state)) for state in TERMINAL_UPDATE_STATES]))
 
 
+def _upsert_command(insert: Any) -> sa.Insert:
+    """Stores a command, or rewrites the stored one unless it is terminal; answers its id when it wrote."""
+    return insert.on_conflict_do_update(
+        index_elements=[c.c.id],
+        set_={name: insert.excluded[name] for name in _COMMAND_COLUMNS if name != "id"},
+        where=c.c.state.not_in(TERMINAL_COMMAND_STATES)).returning(c.c.id)
+
+
+# Per dialect name, as ``upsertable_insert`` picks the construct (the Data API's dialect is PostgreSQL's).
+_UPSERT_COMMAND = {name: _upsert_command(insert(c)) for name, insert in UPSERTABLE_INSERTS.items()}
+_COVER_STACKS = {name: insert(cs).on_conflict_do_nothing(index_elements=[cs.c.command_id, cs.c.stack_label])
+                 for name, insert in UPSERTABLE_INSERTS.items()}
 _UPSERT_UPDATES = BulkStatement(_upsert_updates, _UPDATE_COLUMNS)
 # A change is immutable: storing a command again (a write retried after an outage) keeps the one stored.
 _INSERT_CHANGES = BulkStatement(
@@ -159,14 +172,9 @@ class CommandStore(SqlBase):
         ksuid, operation)). A command or update already in a terminal state is left untouched; returns
         whether the command row was written. ``stacks``: stacks the command covers beyond its updates' (a
         reconcile's), matched by ``stack:`` queries like its updates' stacks."""
-        command_row = _command_values(command)
         with self.write() as conn:
-            statement = self.insert(c).values(**command_row)
-            statement = statement.on_conflict_do_update(
-                index_elements=[c.c.id],
-                set_={name: statement.excluded[name] for name in command_row if name != "id"},
-                where=c.c.state.not_in(TERMINAL_COMMAND_STATES))
-            written = conn.execute(statement.returning(c.c.id)).first() is not None
+            upsert = _UPSERT_COMMAND[conn.dialect.name]
+            written = conn.execute(upsert, _command_values(command)).first() is not None
             # An executemany per slice of updates (each driver batches it within its own limits: psycopg pipelines
             # it, the Data API driver splits BatchExecuteStatement calls under the request cap), its rows built
             # for it: built for a 100,000-resource command at once, the rows, their bound parameters and their
@@ -178,8 +186,8 @@ class CommandStore(SqlBase):
                 _INSERT_CHANGES.execute(conn, [_change_values(update) for update in part
                                                if update.change or update.desired_sealed])
             if stacks:
-                covered = self.insert(cs).on_conflict_do_nothing(index_elements=[cs.c.command_id, cs.c.stack_label])
-                conn.execute(covered, [{"command_id": command.id, "stack_label": s} for s in sorted(set(stacks))])
+                conn.execute(_COVER_STACKS[conn.dialect.name],
+                             [{"command_id": command.id, "stack_label": s} for s in sorted(set(stacks))])
             return written
 
     def set_command_state(self, command_id: str, state: str, *, end_ts: datetime | None = None,
