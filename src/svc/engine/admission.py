@@ -129,7 +129,6 @@ class Admission:
             planned = await self._check_plan(changeset, shown, expected, simulate)
             if simulate:
                 return Submission(command_id, changeset, shown, fingerprint=planned)
-            await self._refuse_conflicts(changeset)
             records = UpdateRecords(command_id, changeset.resources, shown, self.sealer)
             # Stored as InProgress: it starts as soon as it is stored, and a separate write of that state would
             # stand between storing the command and its first plugin call.
@@ -213,10 +212,12 @@ class Admission:
 
     def _store_command(self, command: CommandRecord, records: Sequence[ResourceUpdateRecord],
                        changeset: Changeset) -> None:
-        """The command with its stacks, targets and policies, in one transaction: all of it is stored, or none
-        (an agent stopped meanwhile leaves no stack or target of a command it never stored)."""
+        """The command with its stacks, targets and policies, in one transaction, unless another command still
+        changes its stacks (``ConflictingCommands``): all of it is stored, or none (an agent stopped meanwhile
+        leaves no stack or target of a command it never stored), and nothing is stored between the check and it."""
 
         def work() -> None:
+            self._refuse_conflicts(changeset.stack_labels)
             # Stacks and targets first (outside the DAG, as the reference does): resources name them.
             for stack in changeset.stacks:
                 if stack.operation == "create":
@@ -242,23 +243,17 @@ class Admission:
                                "declare them in the forma again to recover them and their resources",
                                {"TargetLabels": reaped})
 
-    async def _refuse_conflicts(self, changeset: Changeset) -> None:
-        stacks = changeset.stack_labels
-
-        def conflicting() -> list[StoredCommand]:
-            found = []
-            with self.store.snapshot():
-                for command in incomplete_commands(self.store):
-                    if command.command not in ("apply", "destroy"):  # background reads change nothing
-                        continue
-                    updates = updates_of(self.store, command.id)
-                    live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
-                                                                  UpdateState.REJECTED)]
-                    if any(u.stack_label in stacks for u in live):
-                        found.append(StoredCommand(command, tuple(updates)))
-            return found
-
-        found = await asyncio.to_thread(conflicting)
+    def _refuse_conflicts(self, stacks: set[str]) -> None:
+        """``ConflictingCommands`` when an apply or destroy not ended has an update in ``stacks`` not ended."""
+        found = []
+        for command in incomplete_commands(self.store):
+            if command.command not in ("apply", "destroy"):  # background reads change nothing
+                continue
+            updates = updates_of(self.store, command.id)
+            live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
+                                                          UpdateState.REJECTED)]
+            if any(u.stack_label in stacks for u in live):
+                found.append(StoredCommand(command, tuple(updates)))
         if found:
             ids = ", ".join(each.record.id for each in found)
             raise ConflictingCommands(f"command(s) {ids} still change these stacks; wait for them or cancel them",
