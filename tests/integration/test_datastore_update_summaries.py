@@ -1,14 +1,18 @@
 """``get_resource_update_summaries``: a command's updates without their data documents, except the failed and
 rejected ones' (their messages), paged like ``get_resource_updates``; and ``count_resource_update_states``, what a
-follower's last poll reads instead of them all; on every backend."""
+follower's last poll reads instead of them all; and ``read_command``, which reads a command with them; on every
+backend."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
+
 from svc.datastore import Datastore
 from svc.datastore.update_writes import UpdateStateWrite
+from svc.engine.queries import read_command
 from svc.ids import new_id
 from svc.model.records import CommandRecord, ResourceUpdateRecord
 
@@ -72,3 +76,31 @@ def test_a_commands_updates_are_counted_by_state(datastore: Datastore) -> None:
     assert datastore.count_resource_update_states(command.id) == {"NotStarted": 2, "Success": 2, "Failed": 1}
     assert datastore.count_resource_update_states(other.id) == {"NotStarted": 3}
     assert datastore.count_resource_update_states(new_id()) == {}
+
+
+def test_a_status_read_shows_the_updates_as_they_were_when_the_command_was_read(
+        datastore: Datastore, second: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_command`` reads the command, its counts and its first page of updates in one snapshot: another
+    agent's write between them is not half seen (a command still running whose updates had all ended)."""
+    if datastore.backend == "auroradataapi":
+        pytest.skip("through the Data API each statement sees what was committed before it (Datastore.snapshot)")
+    command = CommandRecord(id=new_id(), command="apply", state="InProgress", start_ts=T0, client_id="c",
+                            mode="reconcile")
+    datastore.put_command(command, [_update(command.id, n) for n in range(3)])
+    read = datastore.get_command
+
+    def read_then_written(command_id: str) -> CommandRecord | None:
+        record = read(command_id)
+        second.set_resource_update_states([UpdateStateWrite(command.id, f"k{n:04d}", "create", "Success")
+                                           for n in range(3)])
+        second.set_command_state(command.id, "Success")
+        return record
+
+    monkeypatch.setattr(datastore, "get_command", read_then_written)
+    stored = read_command(datastore, command.id, summary=True)
+    assert stored is not None and stored.record.state == "InProgress"
+    assert [u.state for u in stored.updates] == ["NotStarted"] * 3
+    monkeypatch.undo()
+    again = read_command(datastore, command.id, summary=True)
+    assert again is not None and again.record.state == "Success" and again.update_counts == {"Success": 3}
+    assert [u.state for u in again.updates] == ["Success"] * 3

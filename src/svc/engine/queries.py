@@ -7,14 +7,14 @@ stored (``StoredCommand``); the API renders it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
 from svc.datastore.interface import Datastore
 from svc.datastore.query import COMMAND_FIELDS, parse_query
 from svc.engine.service import Caller, StoredCommand
-from svc.model.records import CommandRecord, ResourceUpdateRecord, each_item, every_item
+from svc.model.records import CommandRecord, Page, ResourceUpdateRecord, each_item, every_item
 from svc.model.states import TERMINAL_COMMAND_STATES
 
 PAGE = 1000
@@ -37,13 +37,17 @@ class StoredUpdates:
     summary: bool = False
     modified_since: datetime | None = None
     with_progress: bool = False  # a summary with each update's progress (``get_resource_update_summaries``)
+    first: Page[ResourceUpdateRecord] | None = None  # the first page, read with the command
 
     def __iter__(self) -> Iterator[ResourceUpdateRecord]:
+        return each_item(self.page, self.first)
+
+    def page(self, cursor: str | None) -> Page[ResourceUpdateRecord]:
         if self.summary:
-            return each_item(lambda c: self.store.get_resource_update_summaries(
-                self.command_id, modified_since=self.modified_since, with_progress=self.with_progress, cursor=c,
-                limit=PAGE))
-        return each_item(lambda c: self.store.get_resource_updates(self.command_id, cursor=c, limit=PAGE))
+            return self.store.get_resource_update_summaries(
+                self.command_id, modified_since=self.modified_since, with_progress=self.with_progress, cursor=cursor,
+                limit=PAGE)
+        return self.store.get_resource_updates(self.command_id, cursor=cursor, limit=PAGE)
 
 
 def incomplete_commands(store: Datastore) -> list[CommandRecord]:
@@ -57,15 +61,16 @@ def read_command(store: Datastore, command_id: str, *, summary: bool = False,
     agent's CPU with the documents), and once the command has ended, how many of all its updates are in each
     state: what a follower's last poll needs besides the updates written since the one before, instead of
     reading every update again. ``progress``: a summary with each update's progress (a live view's rows)."""
-    with store.snapshot():  # the counts of the state the command was read in
+    progress = summary and progress
+    updates = StoredUpdates(store, command_id, summary, updated_since, progress)
+    with store.snapshot():  # the counts and the first page of updates of the state the command was read in
         command = store.get_command(command_id)
         if command is None:
             return None
         ended = summary and command.state in TERMINAL_COMMAND_STATES
         counts = store.count_resource_update_states(command_id) if ended else None
-    progress = summary and progress
-    return StoredCommand(command, StoredUpdates(store, command_id, summary, updated_since, progress),
-                         summary=summary, progress=progress, update_counts=counts)
+        updates = replace(updates, first=updates.page(None))
+    return StoredCommand(command, updates, summary=summary, progress=progress, update_counts=counts)
 
 
 def list_commands(store: Datastore, query: str, caller: Caller, *, scope: Literal["client", "agent"],

@@ -36,15 +36,14 @@ def every_item(fetch: Callable[[str | None], Page[T]]) -> list[T]:
     return list(each_item(fetch))
 
 
-def each_item(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
-    """``every_item``, a page read at a time as the items are consumed."""
-    cursor: str | None = None
+def each_item(fetch: Callable[[str | None], Page[T]], first: Page[T] | None = None) -> Iterator[T]:
+    """``every_item``, a page read at a time as the items are consumed; ``first``: the first page, read already."""
+    page = first if first is not None else fetch(None)
     while True:
-        page = fetch(cursor)
         yield from page.items
-        cursor = page.next_cursor
-        if cursor is None:
+        if page.next_cursor is None:
             return
+        page = fetch(page.next_cursor)
 
 
 @dataclass(frozen=True, slots=True)
