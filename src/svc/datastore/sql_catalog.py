@@ -27,11 +27,9 @@ _UNREAPED_TARGETS = PagedQuery(_LIVE_TARGETS.where(t.c.health_state != "reaped")
 _ANY_LIVE_POLICY = sa.select(sa.exists().where(head_is(p.c.head, HEAD_LIVE)))
 # What storing a new command's stacks and targets runs (built once, as above).
 _LIVE_STACK = sa.select(s).where(s.c.label == sa.bindparam("label"), head_is(s.c.head, HEAD_LIVE))
-_STACK_BY_ID = sa.select(s).where(s.c.id == sa.bindparam("stack_id"))
-_INSERT_STACK = sa.insert(s)
+_INSERT_STACK = sa.insert(s).returning(*s.c)  # the row as stored, without reading it back
 _LIVE_TARGET = sa.select(t).where(t.c.label == sa.bindparam("label"), head_is(t.c.head, HEAD_LIVE))
-_TARGET_VERSION = sa.select(t).where(t.c.label == sa.bindparam("label"), t.c.version == sa.bindparam("target_version"))
-_INSERT_TARGET = sa.insert(t)
+_INSERT_TARGET = sa.insert(t).returning(*t.c)
 
 
 def _stack(row: sa.Row[Any]) -> StackRecord:
@@ -78,8 +76,7 @@ class CatalogStore(SqlBase):
             values = {"id": new_id(), "version": new_id(), "head": HEAD_LIVE, "operation": "create",
                       "label": label, "description": description, "command_id": command_id,
                       "created_at": at, "valid_from": at}
-            conn.execute(_INSERT_STACK, values)
-            return _stack(conn.execute(_STACK_BY_ID, {"stack_id": values["id"]}).one())
+            return _stack(conn.execute(_INSERT_STACK, values).one())
 
         return self.write_retrying(work)
 
@@ -175,10 +172,8 @@ class CatalogStore(SqlBase):
                 if head.health_state == "reaped":
                     values["version"] = head.version + 1
                     revive_resources(conn, write.label)
-            conn.execute(_INSERT_TARGET,
-                         {"label": write.label, "head": HEAD_LIVE, "valid_from": at, **declared, **values})
-            return _target(conn.execute(_TARGET_VERSION, {"label": write.label,
-                                                          "target_version": values["version"]}).one())
+            return _target(conn.execute(_INSERT_TARGET, {"label": write.label, "head": HEAD_LIVE, "valid_from": at,
+                                                         **declared, **values}).one())
 
         return self.write_retrying(work)
 
