@@ -137,8 +137,8 @@ class SqlBase:
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        """A read-only transaction (a consistent snapshot on both backends), or the one this thread holds open
-        (``snapshot``, ``atomically``)."""
+        """A read transaction, or the one this thread holds open (``snapshot``, ``atomically``). Each statement reads
+        one state of the datastore; ``snapshot`` makes several read one."""
         began = time.monotonic()
         try:
             held = self._held()
