@@ -36,7 +36,7 @@ _SQLITE_TRANSIENT = ("database is locked", "database is busy", "unable to open",
 _LOCK = sa.text("SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM "
                 "(SELECT unnest(CAST(:keys AS text[])) AS k ORDER BY 1) AS keys")
 
-_REPEATABLE_READ = sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+_REPEATABLE_READ = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
 
 
 @dataclass(frozen=True)
@@ -136,17 +136,21 @@ class SqlBase:
     # -- transactions ------------------------------------------------------------------------------------
 
     @contextmanager
-    def read(self) -> Iterator[sa.Connection]:
+    def read(self, *, repeatable: bool = False) -> Iterator[sa.Connection]:
         """A read transaction, or the one this thread holds open (``snapshot``, ``atomically``). Each statement reads
-        one state of the datastore; ``snapshot`` makes several read one."""
+        one state of the datastore; ``snapshot`` makes several read one (``repeatable``: on PostgreSQL a
+        repeatable-read, read-only transaction, begun so by the driver's BEGIN)."""
         began = time.monotonic()
         try:
             held = self._held()
             if held is not None:
                 yield held.conn
             else:
-                with self.engine.connect() as conn, conn.begin():
-                    yield conn
+                with self.engine.connect() as conn:
+                    if repeatable and self.backend == "postgres":
+                        conn.execution_options(**_REPEATABLE_READ)  # reset as the pool takes it back
+                    with conn.begin():
+                        yield conn
         except (sa.exc.SQLAlchemyError, OSError) as error:
             raise self._failed(error, began) from error
         self.availability.answered(began)
@@ -179,9 +183,7 @@ class SqlBase:
         if self._held() is not None:
             yield  # within a snapshot or an atomic block already: its transaction serves
             return
-        with self.read() as conn:
-            if self.backend == "postgres":
-                conn.execute(_REPEATABLE_READ)  # a read-only one never fails to serialize
+        with self.read(repeatable=True) as conn:  # a read-only one never fails to serialize
             self._holding.current = _Held(conn, writing=False)
             try:
                 yield
