@@ -61,10 +61,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import psycopg  # noqa: E402
 from fake_agent import (  # noqa: E402
     children,
     cli_server,
@@ -74,9 +74,10 @@ from fake_agent import (  # noqa: E402
     stop_cli_server,
     workers_cpu,
 )
+from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
-from support.processes import is_pkl_server  # noqa: E402
+from support.processes import is_pkl_server, postgres_datastore_block  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl): Terraform's -parallelism
 PHASES = ("apply", "no-op plan", "no-op apply", "update 10%", "destroy")
@@ -292,25 +293,17 @@ class Svc(Tool):
         self.agent.stop()
         stop_cli_server(self.runtime)
         if self.postgres:
-            import psycopg
-
             with psycopg.connect(self.postgres, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
 
 
 def _postgres_block(url: str, schema: str) -> str:
     """The agent config's ``datastore`` block for the PostgreSQL at ``url``, in ``schema`` (the agent creates it)."""
-    parts = urlsplit(url)
-    fields = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 5432,
-              "user": unquote(parts.username or "postgres"), "password": unquote(parts.password or ""),
-              "database": parts.path.lstrip("/") or "postgres", "schema": schema}
-    body = "; ".join(f"{key} = {value}" if isinstance(value, int) else f'{key} = {_pkl_string(value)}'
-                     for key, value in fields.items())
-    return f'datastore {{ datastoreType = "postgres"; postgres {{ {body} }} }}'
-
-
-def _pkl_string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    params = conninfo_to_dict(url)
+    return postgres_datastore_block({
+        "host": params.get("host", "127.0.0.1"), "port": int(params.get("port", 5432)),
+        "user": params.get("user", "postgres"), "password": params.get("password", ""),
+        "database": params.get("dbname", "postgres"), "schema": schema})
 
 
 class Terraform(Tool):

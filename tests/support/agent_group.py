@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from svc_plugin_fake.cloud import FakeCloud
 
 from support.fake_world import until_terminal
-from support.processes import Agent, on_demand_agent, run_svc
+from support.processes import Agent, on_demand_agent, postgres_datastore_block, run_svc
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 # Short, so that a SIGKILL's takeover takes a second or two (the default lease is 10 s).
@@ -52,9 +52,7 @@ def _datastore_block(params: dict[str, Any]) -> str:
               "user": params.get("user", "postgres"), "database": params["dbname"]}
     if params.get("password"):
         fields["password"] = params["password"]
-    body = "; ".join(f"{key} = {value}" if isinstance(value, int) else f'{key} = "{value}"'
-                     for key, value in fields.items())
-    return f'datastore {{ datastoreType = "postgres"; postgres {{ {body} }} }}'
+    return postgres_datastore_block(fields)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from support.processes import free_port
+from support.processes import free_port, postgres_datastore_block
 
 PG_BIN = Path(os.environ.get("SVC_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
@@ -85,6 +85,4 @@ class PgCluster:
         fields: dict[str, object] = {"host": "127.0.0.1", "port": self.port, "user": "postgres",
                                      "password": self.password, "database": "svc"}
         fields.update(overrides)
-        body = "; ".join(f"{key} = {value}" if isinstance(value, int) else f'{key} = "{value}"'
-                         for key, value in fields.items())
-        return f'datastore {{ datastoreType = "postgres"; postgres {{ {body} }} }}'
+        return postgres_datastore_block(fields)

@@ -45,6 +45,18 @@ def isolated_home(base: Path) -> Iterator[Path]:
         monkeypatch.undo()
 
 
+def postgres_datastore_block(fields: Mapping[str, object]) -> str:
+    """An agent config's ``datastore`` block for PostgreSQL with these ``postgres`` fields (ints bare, the rest as
+    Pkl strings), for ``on_demand_agent``'s ``datastore``."""
+    body = "; ".join(f"{key} = {value}" if isinstance(value, int) else f"{key} = {_pkl_string(str(value))}"
+                     for key, value in fields.items())
+    return f'datastore {{ datastoreType = "postgres"; postgres {{ {body} }} }}'
+
+
+def _pkl_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def on_demand_agent(directory: Path, plugins: str, *, imports: Sequence[str] = ("FAKE",), max_retries: int | None = 5,
                     members: str = "", env: Mapping[str, str] | None = None, datastore: str | None = None) -> Agent:
     """An agent (not started) on SQLite in ``directory`` (``svc.db``; config ``agent.pkl``, log ``agent.log``)
