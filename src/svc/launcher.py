@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import _signal
 import _socket
-import marshal
 import os
 import sys
 import time
 
-from svc.handoff import EXITED, STARTED, identity, read_record, runtime_dir, server_base
+from svc.handoff import EXITED, STARTED, encode_request, identity, read_record, runtime_dir, server_base
 
 _FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT)
 _FAILED_BACKOFF = 600.0  # after a server failed to start, seconds before a command starts another
@@ -48,7 +47,8 @@ def run() -> None:
 
         run_here()
     elif code < 0:  # ended by a signal: end the same way, as a shell would see it
-        _signal.signal(-code, _signal.SIG_DFL)
+        if -code not in (_signal.SIGKILL, _signal.SIGSTOP):  # whose handling cannot be changed, nor need be
+            _signal.signal(-code, _signal.SIG_DFL)
         os.kill(os.getpid(), -code)
         sys.exit(128 - code)
     for stream in (sys.stdout, sys.stderr):
@@ -83,7 +83,8 @@ def _hand_off(connection: _socket.socket, args: list[str], key: str) -> int | No
         umask = os.umask(0o077)
         os.umask(umask)
         streams = [(stream.encoding, stream.errors) for stream in (sys.stdin, sys.stdout, sys.stderr)]
-        request = marshal.dumps((key, args, dict(os.environ), os.getcwd(), umask, streams))
+        request = encode_request(key, [os.fsencode(arg) for arg in args], dict(os.environb), os.getcwdb(), umask,
+                                 streams)
         message = len(request).to_bytes(4, "big") + request
         descriptors = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))  # C ints, as SCM_RIGHTS holds
         sent = connection.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, descriptors)])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,18 +18,20 @@ import pexpect
 import pytest
 
 from support.fake_world import ENV, World, submit, wait_running
-from support.processes import SVC, is_cli_spare, is_pkl_server, process_state, run_svc, stopped_within
+from support.processes import NATIVE_LAUNCHER, SVC, is_cli_spare, is_pkl_server, process_state, run_svc, stopped_within
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads a process's children from /proc")
 ITEMS = "".join(f'new item.Item {{ label = "i{n}"; value = "v{n}" }}\n' for n in range(3))
 
 
 class Server:
-    """The server of one runtime directory, as the commands given ``env`` start and use it."""
+    """The server of one runtime directory, as the commands given ``env`` start and use it, handed them by
+    ``launcher``: native (``native/launcher.c``) or python (``svc.launcher``)."""
 
-    def __init__(self, runtime: Path, env: dict[str, str]) -> None:
+    def __init__(self, runtime: Path, env: dict[str, str], launcher: str) -> None:
         self.directory = runtime / "svc"
         self.env = env
+        self.launcher = launcher
 
     @property
     def socket(self) -> Path | None:
@@ -81,11 +84,19 @@ class Server:
         return "".join(path.read_text() for path in self.directory.glob("cli-*.log"))
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+@pytest.fixture(params=["native", "python"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """A server, and the launcher its commands come through: the installed ``svc`` hands a command over natively
+    unless a ``PYTHON*`` variable may make Python another, and then becomes the Python console script, which hands it
+    over itself. ``PYTHONSTARTUP`` changes nothing for a script, so it is the same server either way."""
+    if request.param == "native" and not NATIVE_LAUNCHER:
+        pytest.skip("svc is pip's console script here: no C compiler built the native launcher")
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
-    server = Server(runtime, {"XDG_RUNTIME_DIR": str(runtime)})
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    if request.param == "python":
+        env["PYTHONSTARTUP"] = ""
+    server = Server(runtime, env, request.param)
     yield server
     if server.directory.is_dir() and next(server.directory.glob("cli-*.lock"), None):
         try:
@@ -160,6 +171,8 @@ def test_the_command_runs_in_a_worker_of_the_server_which_passes_its_exit_code(w
     with _following(world, server) as (command_id, follower):
         assert len(server.workers()) == 1  # the command runs there
         assert not Path(f"/proc/{follower.pid}/task/{follower.pid}/children").read_text().split()  # not here
+        client = Path(f"/proc/{follower.pid}/exe").resolve()
+        assert client == (Path(SVC).resolve() if server.launcher == "native" else Path(sys.executable).resolve())
         out, err = _released(world, follower)
     assert follower.returncode == 0, out + err
     assert f"apply {command_id} succeeded." in out, out
@@ -351,3 +364,23 @@ def test_a_command_killed_while_its_pkl_server_evaluates_leaves_the_next_one_a_n
     evaluated = world.svc("eval", str(quick), "--output-consumer", "machine", env=server.env)
     assert evaluated.returncode == 0 and '"quick"' in evaluated.stdout, evaluated.stderr
     assert server.pkl() == replaced
+
+
+def test_a_worker_ended_by_a_signal_ends_its_client_by_the_same_signal(world: World, server: Server) -> None:
+    """As a shell sees a command killed in its own process: the exit status says the signal."""
+    server.start()
+    pkl = server.pkl()
+    slow = world.forma('new item.Item { label = "s"; value = IntSeq(1, 300000000).fold(0, (a, b) -> a + b).toString() }\n',
+                       name="slow.pkl")
+    client = subprocess.Popen([SVC, "eval", str(slow)], env={**os.environ, **ENV, **server.env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        started = _cpu_ticks(pkl)
+        deadline = time.monotonic() + 30
+        while _cpu_ticks(pkl) < started + 30 and time.monotonic() < deadline:  # the command's worker is evaluating
+            time.sleep(0.01)
+        [worker] = server.workers()
+        os.kill(worker, signal.SIGKILL)
+        assert client.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        client.kill()

@@ -22,6 +22,8 @@ from svc.cli.worker import SPARE_NAME
 from svc.plugins.conformance.bench import stop_agent
 
 SVC = str(Path(sys.executable).parent / "svc")
+# Whether ``svc`` is the native launcher (``scripts/build_launcher.py``) rather than pip's console script.
+NATIVE_LAUNCHER = Path(SVC).read_bytes()[:4] == b"\x7fELF"
 
 
 def free_port() -> int:

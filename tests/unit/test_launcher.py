@@ -4,6 +4,9 @@ lives (a directory only this user can enter), and which server fits a command.""
 from __future__ import annotations
 
 import _socket
+import ast
+import codecs
+import json
 import os
 import signal
 import socket
@@ -123,3 +126,62 @@ def test_a_command_the_server_ran_before_this_process_finished_sending_is_not_ru
         answering.join(10)
         for number, handler in handlers.items():
             signal.signal(number, handler)
+
+
+STREAMS = [("utf-8", "strict"), ("utf-8", "strict"), ("utf-8", "backslashreplace")]
+
+
+def test_a_request_carries_the_bytes_the_launcher_was_given_which_read_back_as_python_reads_them() -> None:
+    raw = handoff.encode_request("key", [b"plan", b"caf\xc3\xa9.pkl", b"\xff", b""],
+                                 {b"HOME": b"/home/u", b"EQUATION": b"a=b", b"EMPTY": b""}, b"/work", 0o027, STREAMS)
+    assert raw.count(b"\0") == 5 + 4 + 3
+    assert handoff.decode_request(raw) == ("key", ["plan", "café.pkl", "\udcff", ""],
+                                           {"HOME": "/home/u", "EQUATION": "a=b", "EMPTY": ""}, "/work", 0o027, STREAMS)
+    # What the native launcher sends: the stream encodings left for the worker to work out.
+    native = b"key\0/work\x0022\0\x001\0--version\0HOME=/root\0"
+    assert handoff.decode_request(native) == ("key", ["--version"], {"HOME": "/root"}, "/work", 0o22, None)
+
+
+@pytest.mark.parametrize("raw", [
+    b"key\0/work\x0022\0\x001\0--version",  # not ended by a NUL
+    b"key\0/work\x0022\0\x002\0--version\0",  # fewer arguments than it says
+    b"key\0/work\x0022\0\x001\0--version\0HOME\0",  # an environment entry without its value
+    b"key\0/work\x0022\0\x001\0--version\0=x\0",  # ... or without its name
+    b"key\0work\x0022\0\x001\0--version\0",  # a relative working directory
+    b"key\0/work\x0022\0utf-8:strict\x001\0--version\0",  # one stream's encoding of three
+    b"key\0/work\x009\0\x001\0--version\0",  # not octal
+    b"key\0/work\0",
+])
+def test_a_malformed_request_is_refused(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        handoff.decode_request(raw)
+
+
+_PYTHON_STREAMS = "import sys; print([(s.encoding, s.errors) for s in (sys.stdin, sys.stdout, sys.stderr)])"
+_WORKER_STREAMS = ("import json, os, sys; from svc.cli.worker import python_streams; environ = json.loads(sys.argv[1]); "
+                   "os.environ.clear(); os.environ.update(environ); print(python_streams(environ))")
+
+
+@pytest.mark.parametrize("environ", [
+    {"LANG": "C.UTF-8"},
+    {},  # the C locale, which Python coerces to C.UTF-8
+    {"LC_ALL": "C"},  # not coerced: UTF-8 mode
+    {"LC_ALL": "C", "PYTHONUTF8": "0"},  # neither: the locale's own ASCII
+    {"LANG": "C.UTF-8", "PYTHONUTF8": "1"},
+    {"LANG": "C.UTF-8", "PYTHONIOENCODING": "latin-1:replace"},
+    {"LC_ALL": "C", "PYTHONIOENCODING": ":ignore"},
+    {"LANG": "xx_NOWHERE.UTF-8"},  # a locale this system lacks
+])
+def test_a_worker_gives_its_streams_the_encodings_python_would_have_given_its_client(environ: dict[str, str]) -> None:
+    """The native launcher cannot say how Python would have set up its standard streams: the worker works it out
+    from the client's environment, in a process started in another locale, as the server's workers are."""
+    client = {"PATH": os.environ["PATH"], **environ}
+    python = subprocess.run([sys.executable, "-c", _PYTHON_STREAMS], env=client, capture_output=True, text=True,
+                            check=True)
+    worker = subprocess.run([sys.executable, "-c", _WORKER_STREAMS, json.dumps(client)], capture_output=True,
+                            text=True, check=True, env={"PATH": os.environ["PATH"], "LANG": "C.UTF-8"})
+
+    def normalized(printed: str) -> list[tuple[str, str]]:
+        return [(codecs.lookup(encoding).name, errors) for encoding, errors in ast.literal_eval(printed)]
+
+    assert normalized(worker.stdout) == normalized(python.stdout)

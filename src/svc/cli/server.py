@@ -28,7 +28,6 @@ from __future__ import annotations
 import fcntl
 import gc
 import importlib
-import marshal
 import os
 import selectors
 import signal
@@ -45,7 +44,7 @@ import msgspec
 from svc.cli.prefault import MAX_SPANS, Span, merged, read_report
 from svc.cli.source_watch import SourceWatch
 from svc.cli.worker import GO, PKL_KEPT, wait_for_command
-from svc.handoff import EXITED, REFUSED, STARTED, record, rest_of_message
+from svc.handoff import EXITED, REFUSED, STARTED, Request, decode_request, record, rest_of_message
 from svc.pkl.binary import PklBinaryError
 from svc.pkl.kept_evaluators import KeptEvaluators
 from svc.pkl.server import Lendable
@@ -374,7 +373,7 @@ def dispatch(selector: selectors.BaseSelector, events: list[tuple[selectors.Sele
         callback(selected.fileobj)
 
 
-def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], bytes, list[int]]:
+def _receive(connection: socket.socket) -> tuple[Request, bytes, list[int]]:
     """The client's request (decoded, and as it came) and its three standard streams' descriptors."""
     connection.settimeout(_REQUEST_TIMEOUT)
     credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -386,7 +385,7 @@ def _receive(connection: socket.socket) -> tuple[tuple[Any, ...], bytes, list[in
         raise ValueError("not this user's, or without its streams")
     try:
         raw = rest_of_message(connection, data)
-        request = marshal.loads(raw)
+        request = decode_request(raw)
     except BaseException:
         for descriptor in descriptors:
             os.close(descriptor)

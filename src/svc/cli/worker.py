@@ -9,17 +9,17 @@ from __future__ import annotations
 import atexit
 import ctypes
 import io
-import marshal
+import locale
 import os
 import select
 import signal
 import socket
 import sys
 import traceback
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from svc.cli.prefault import Span, prefault, report_written
-from svc.handoff import EXITED, record, rest_of_message
+from svc.handoff import EXITED, Request, decode_request, record, rest_of_message
 from svc.pkl.server import Lendable, borrow_shared_server, give_back_shared_server
 
 GO = b"g"  # after a command given to a spare: run it
@@ -54,7 +54,7 @@ def wait_for_command(channel: socket.socket, written: list[Span] | None, pkl: Le
         traceback.print_exc()
         os._exit(1)
     _rename_process(name)
-    work(marshal.loads(message[:-len(GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel, pkl)
+    work(decode_request(message[:-len(GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel, pkl)
 
 
 def _readable(channel: socket.socket) -> bool:
@@ -75,7 +75,7 @@ def _rename_process(name: bytes) -> bytes:
     return had.value
 
 
-def work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket, channel: socket.socket,
+def work(request: Request, descriptors: list[int], client: socket.socket, channel: socket.socket,
          pkl: Lendable | None = None) -> NoReturn:
     """In the forked worker: become the command's process, run it, exit with its code, which it tells ``client``
     itself as it exits: the client need not wait for this process's memory to be given back and the server to
@@ -95,6 +95,8 @@ def work(request: tuple[Any, ...], descriptors: list[int], client: socket.socket
         os.umask(umask)
         os.environ.clear()
         os.environ.update(environ)
+        streams = streams or python_streams(environ)
+        sys.dont_write_bytecode = bool(environ.get("PYTHONDONTWRITEBYTECODE"))  # not part of a server's identity
         for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP):
             signal.signal(number, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -140,6 +142,22 @@ def _word_on_pkl(pkl: Lendable | None, borrowed: bool) -> bytes:
         return PKL_LOST
     table = evaluators.to_bytes()
     return PKL_KEPT + len(table).to_bytes(4, "big") + table
+
+
+def python_streams(environ: dict[str, str]) -> list[tuple[str, str]]:
+    """The encodings and error handlers Python gives its standard streams in ``environ`` (a launcher that is not
+    Python cannot tell them); this process takes ``environ``'s locale as Python would have at start-up."""
+    try:
+        name = locale.setlocale(locale.LC_CTYPE, "")
+    except locale.Error:  # a locale this system lacks: Python then runs in the C locale
+        name = locale.setlocale(locale.LC_CTYPE, "C")
+    utf8 = environ.get("PYTHONUTF8") == "1" or (name in ("C", "POSIX") and environ.get("PYTHONUTF8") != "0")
+    encoding = "utf-8" if utf8 else locale.nl_langinfo(locale.CODESET) or "utf-8"
+    # The C locale and those Python coerces it to (PEP 538) keep undecodable bytes rather than fail on them.
+    errors = "surrogateescape" if utf8 or name in ("C", "POSIX", "C.UTF-8", "C.utf8", "UTF-8") else "strict"
+    given_encoding, _, given_errors = environ.get("PYTHONIOENCODING", "").partition(":")
+    encoding, errors = given_encoding or encoding, given_errors or errors
+    return [(encoding, errors), (encoding, errors), (encoding, "backslashreplace")]
 
 
 def _stream(descriptor: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
