@@ -130,15 +130,18 @@ static void suspend(int number) {
     errno = saved;
 }
 
-static void install_suspend(void) {
-    struct sigaction action = {.sa_handler = suspend, .sa_flags = SA_RESTART};
-    sigaction(SIGTSTP, &action, NULL);
+/* A handler runs with every forwarded signal held back: one never interrupts another's bookkeeping. */
+static void install(int number, void (*handler)(int), struct sigaction *before) {
+    struct sigaction action = {.sa_handler = handler, .sa_flags = SA_RESTART};
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < FORWARDED; i++) sigaddset(&action.sa_mask, forwarded[i]);
+    sigaction(number, &action, before);
 }
 
+static void install_suspend(void) { install(SIGTSTP, suspend, NULL); }
+
 static void take_signals(void) {
-    struct sigaction action = {.sa_handler = forward, .sa_flags = SA_RESTART};
-    sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < FORWARDED; i++) sigaction(forwarded[i], &action, &previous[i]);
+    for (size_t i = 0; i < FORWARDED; i++) install(forwarded[i], forward, &previous[i]);
     sigaction(SIGTSTP, NULL, &previous[FORWARDED]);
     install_suspend();
 }

@@ -105,6 +105,13 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
             pass
 
 
+def _in_state(pid: int, state: str, within: float = 30) -> bool:
+    deadline = time.monotonic() + within
+    while process_state(pid) != state and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return process_state(pid) == state
+
+
 def _gone(pid: int, within: float = 30) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -237,6 +244,36 @@ def test_ctrl_c_reaches_the_worker_and_a_killed_client_hangs_it_up(world: World,
     follower.wait()
     assert _gone(worker)
     world.cloud.clear_knobs("hang")
+
+
+def test_ctrl_z_stops_the_worker_with_its_client_and_fg_continues_both(world: World, server: Server) -> None:
+    """In a shell with job control (a terminal's stop signals reach only a process group that is not orphaned)."""
+    server.start()
+    world.cloud.set_knob("hang", {"labels": ["i2"]})
+    command_id = submit(world, world.forma(ITEMS))
+    wait_running(world, command_id, "i2")
+    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], encoding="utf-8", timeout=60, dimensions=(40, 160),
+                          env={**os.environ, **server.env, "TERM": "xterm", "PS1": "$ "})
+    try:
+        shell.expect_exact("$ ")
+        shell.sendline(f"{SVC} command status {command_id} --follow --config {world.agent.config}")
+        shell.expect(r"2 of 3 done")
+        [worker] = server.workers()
+        [client] = Path(f"/proc/{shell.pid}/task/{shell.pid}/children").read_text().split()
+        shell.sendcontrol("z")
+        shell.expect("Stopped")
+        assert _in_state(worker, "T") and _in_state(int(client), "T")
+        shell.sendline("fg")
+        assert _in_state(worker, "S") and _in_state(int(client), "S")
+        world.cloud.clear_knobs("hang")
+        shell.expect(f"apply {command_id} succeeded.")
+        shell.expect_exact("$ ")
+        shell.sendline("exit $?")
+        shell.expect(pexpect.EOF)
+    finally:
+        shell.close(force=True)
+        world.cloud.clear_knobs("hang")
+    assert shell.exitstatus == 0
 
 
 def test_a_server_whose_code_changed_refuses_and_the_next_command_starts_a_new_one(world: World,
