@@ -7,6 +7,7 @@ process; they take this block in as it is decoded here.
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections.abc import Mapping
 from datetime import timedelta
@@ -66,12 +67,23 @@ def _durations_in_seconds(document: Any, shape: type[msgspec.Struct]) -> Any:
     if not isinstance(document, Mapping):
         return document
     converted = dict(document)
+    for name, is_duration, inner in _converted_fields(shape):
+        value = converted.get(name)
+        if is_duration and isinstance(value, int | float) and not isinstance(value, bool):
+            converted[name] = value / 1000
+        elif inner is not None:
+            converted[name] = _durations_in_seconds(value, inner)
+    return converted
+
+
+@functools.cache
+def _converted_fields(shape: type[msgspec.Struct]) -> list[tuple[str, bool, type[msgspec.Struct] | None]]:
+    """Each field of ``shape`` as ``_durations_in_seconds`` needs it: its name in the document, whether it is a
+    duration, the struct it holds if any. Worked out once per shape: msgspec evaluates the annotations each time it
+    is asked (half of reading the config, which every command does)."""
+    fields = []
     for field in msgspec.structs.fields(shape):
-        value = converted.get(field.encode_name)
         inner = next((kind for kind in (field.type, *typing.get_args(field.type))
                       if isinstance(kind, type) and issubclass(kind, msgspec.Struct)), None)
-        if field.type is timedelta and isinstance(value, int | float) and not isinstance(value, bool):
-            converted[field.encode_name] = value / 1000
-        elif inner is not None:
-            converted[field.encode_name] = _durations_in_seconds(value, inner)
-    return converted
+        fields.append((field.encode_name, field.type is timedelta, inner))
+    return fields
