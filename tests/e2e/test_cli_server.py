@@ -348,6 +348,24 @@ def test_each_command_borrows_the_servers_pkl_server_which_waitsstopped_within(w
     assert _gone(replaced)
 
 
+def test_a_command_right_after_another_borrows_the_pkl_server_the_other_gave_back(world: World,
+                                                                                 server: Server) -> None:
+    """A script's next line comes as soon as the command before has exited, before its worker's process has: the
+    worker gives the Pkl server back before it tells its client, so the next command evaluates in it (the lent
+    server's CPU grows with each evaluation) rather than in one of its own."""
+    server.start()
+    pkl = server.pkl()
+    world.svc("--version", env=server.env)
+    for edit in range(4):
+        forma = world.forma(f'new item.Item {{ label = "w"; value = IntSeq(1, 400000).fold({edit}, (a, b) -> a + b)'
+                            '.toString() }\n')  # a new forma each time: evaluated, not kept
+        before = _cpu_ticks(pkl)
+        evaluated = world.svc("eval", str(forma), "--output-consumer", "machine", env=server.env)
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert _cpu_ticks(pkl) > before, f"evaluation {edit} ran in another Pkl server"
+    assert server.pkl() == pkl
+
+
 def test_an_apply_stops_the_pkl_server_it_borrowed_before_it_follows_the_command(world: World,
                                                                                   server: Server) -> None:
     """The borrowed Pkl server's compiler would keep a CPU busy while the agent runs the command: it is stopped as

@@ -29,6 +29,7 @@ import fcntl
 import gc
 import importlib
 import os
+import select
 import selectors
 import signal
 import socket
@@ -43,7 +44,7 @@ import msgspec
 
 from svc.cli.prefault import MAX_SPANS, Span, merged, read_report
 from svc.cli.source_watch import SourceWatch
-from svc.cli.worker import GO, PKL_KEPT, wait_for_command
+from svc.cli.worker import GO, pkl_word, read_pkl_word, wait_for_command
 from svc.handoff import EXITED, REFUSED, STARTED, Request, decode_request, record, rest_of_message
 from svc.pkl.binary import PklBinaryError
 from svc.pkl.kept_evaluators import KeptEvaluators
@@ -130,11 +131,13 @@ def _imported_paths() -> list[str]:
 
 
 class _Spare:
-    """A worker forked before its command: it waits on ``channel`` for the command the server gives it."""
+    """A worker forked before its command: it waits on ``channel`` for the command the server gives it. ``pkl``: the
+    Pkl server it was forked with (its pipes), which the server may lend it with the command."""
 
-    def __init__(self, pid: int, channel: socket.socket) -> None:
+    def __init__(self, pid: int, channel: socket.socket, pkl: Lendable | None) -> None:
         self.pid = pid
         self.channel = channel
+        self.pkl = pkl
 
     def hand(self, request: bytes, descriptors: list[int]) -> bool:
         """Sends the command (the client's request, its connection and standard streams); False if the spare is
@@ -148,11 +151,12 @@ class _Spare:
             self.discard()
             return False
 
-    def go(self) -> None:
-        """Lets it run the command, now that its client knows its process id. The channel stays open: the worker
-        tells through it, as it ends, which pages it wrote (``svc.cli.prefault``)."""
+    def go(self, lent: KeptEvaluators | None) -> None:
+        """Lets it run the command, now that its client knows its process id, with the Pkl server it was forked
+        with if ``lent`` (its evaluators), else without. The channel stays open: the worker tells through it, as it
+        ends, whether it gives the Pkl server back and which pages it wrote (``svc.cli.prefault``)."""
         try:
-            self.channel.sendall(GO)
+            self.channel.sendall(GO + pkl_word(lent))
         except OSError:
             pass  # it died: its end is reported as any worker's
 
@@ -171,6 +175,7 @@ class _Server:
         self.selector = selectors.DefaultSelector()
         self.workers: dict[int, socket.socket] = {}  # process id → its client's connection
         self.channels: dict[int, socket.socket] = {}  # process id → the channel of a worker given its command
+        self.answered: set[int] = set()  # the workers whose word on the Pkl server was read (``_given_back``)
         self.written: list[Span] = []  # what the workers wrote of the memory they shared with the server
         self.ended: dict[int, int] = {}  # process id → its process file descriptor, for each worker and the spare
         self.spare: _Spare | None = None
@@ -203,14 +208,10 @@ class _Server:
                 os.waitpid(pid, 0)
             self._drop_pkl()
 
-    def _let_go(self, *, borrowing: bool) -> None:
+    def _let_go(self) -> None:
         """In a worker: closes what is the server's, so that only the server holds its lock, its listener and the
-        other clients' connections (a client's end of its connection then closes when the server's does), and the
-        Pkl server's pipes unless ``borrowing`` it."""
-        if self.pkl is not None and not borrowing:
-            for pipe in (self.pkl.process.stdin, self.pkl.process.stdout):
-                if pipe is not None:
-                    pipe.close()
+        other clients' connections (a client's end of its connection then closes when the server's does). It keeps
+        the Pkl server's pipes until it knows whether it is lent the Pkl server (``svc.cli.worker``)."""
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         for descriptor in (self.lock, *self.wakeup, *self.ended.values()):
@@ -237,10 +238,8 @@ class _Server:
             self.spare = self._fork(ahead=True)
 
     def _lendable_pkl(self) -> Lendable | None:
-        """The Pkl server for the next spare, started if there is none; None while a worker has it, or if none can
-        start (the command's own evaluation then says why)."""
-        if self.pkl_lent_to is not None:
-            return None
+        """The Pkl server a spare forked now may be lent with its command, started if there is none; None if none
+        can start (the command's own evaluation then says why)."""
         if self.pkl is None:
             try:
                 self.pkl = Lendable.start()
@@ -260,18 +259,24 @@ class _Server:
 
     def _fork(self, *, ahead: bool) -> _Spare:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        pkl = self._lendable_pkl() if ahead else None
+        pkl = self._lendable_pkl()
         pid = os.fork()
         if pid == 0:
             ours.close()
-            self._let_go(borrowing=pkl is not None)
+            self._let_go()
             wait_for_command(theirs, self.written if ahead else None, pkl)
-        if pkl is not None:
-            self.pkl_lent_to = pid
         theirs.close()
         ended = self.ended[pid] = os.pidfd_open(pid)
         self.selector.register(ended, selectors.EVENT_READ, lambda fd: self._ended(pid, fd))
-        return _Spare(pid, ours)
+        return _Spare(pid, ours, pkl)
+
+    def _lend(self, worker: _Spare) -> KeptEvaluators | None:
+        """Lends the Pkl server to ``worker`` with its command, if no other worker has it and it is the one
+        ``worker`` was forked with: the evaluators it keeps; None when it goes without."""
+        if self.pkl is None or self.pkl_lent_to is not None or worker.pkl is not self.pkl:
+            return None
+        self.pkl_lent_to = worker.pid
+        return self.pkl.evaluators
 
     def _accept(self, listener: socket.socket) -> None:
         try:
@@ -303,36 +308,52 @@ class _Server:
             connection.sendall(record(STARTED, worker.pid))
         except OSError:
             pass
-        worker.go()  # only now: its exit code must not reach the client before its process id
+        worker.go(self._lend(worker))  # only now: its exit code must not reach the client before its process id
         self.selector.register(connection, selectors.EVENT_READ, lambda conn: self._hung_up(worker.pid, conn))
+        self.selector.register(worker.channel, selectors.EVENT_READ, lambda channel: self._given_back(worker.pid))
 
     def _hand_over(self, request: bytes, descriptors: list[int]) -> _Spare | None:
         """Gives the command to the spare, or to a worker forked now when there is none (two commands at once) or
         it has gone; None if that one is gone too."""
+        if self.spare is None:  # a worker that has just ended may have given the Pkl server back: that comes first
+            waiting = {channel: pid for pid, channel in self.channels.items() if pid not in self.answered}
+            for channel in select.select(list(waiting), [], [], 0)[0] if waiting else ():
+                self._given_back(waiting[channel])
         spare, self.spare = self.spare, None
         if spare is not None and spare.hand(request, descriptors):
             return spare
         worker = self._fork(ahead=False)
         return worker if worker.hand(request, descriptors) else None
 
+    def _given_back(self, pid: int) -> None:
+        """Reads a worker's first word as its command ends (``svc.cli.worker``: before it tells its client, and long
+        before its process has exited), whether the Pkl server it borrowed may be lent again: a command that follows
+        at once (a script's next line) then finds it free, rather than going without it and starting a Pkl server of
+        its own (~100 ms more). A worker that dies without a word is read here too, as it ends: nothing, the Pkl
+        server is not lent again."""
+        channel = self.channels[pid]
+        self.selector.unregister(channel)
+        self.answered.add(pid)
+        evaluators = _pkl_given_back(channel)  # the pages' report follows it (``_ended``)
+        if self.pkl_lent_to == pid:
+            self.pkl_lent_to = None
+            if evaluators is None:
+                self._drop_pkl()
+            elif self.pkl is not None:
+                self.pkl.evaluators = evaluators
+
     def _ended(self, pid: int, ended: int) -> None:
         self.selector.unregister(ended)
         os.close(self.ended.pop(pid))
         _, status = os.waitpid(pid, 0)
-        borrowed = self.pkl_lent_to == pid
-        if borrowed:
-            self.pkl_lent_to = None
         if self.spare is not None and self.spare.pid == pid:  # died waiting: the next command forks its worker
             self._drop_spare()
             return
+        if pid in self.channels and pid not in self.answered:
+            self._given_back(pid)
+        self.answered.discard(pid)
         channel = self.channels.pop(pid, None)
         if channel is not None:
-            evaluators = _pkl_given_back(channel)  # read whoever the worker was: the pages' report follows it
-            if borrowed:
-                if evaluators is None:
-                    self._drop_pkl()
-                elif self.pkl is not None:
-                    self.pkl.evaluators = evaluators
             self.written = merged([*self.written, *read_report(channel)])[:MAX_SPANS]
             channel.close()
         connection = self.workers.pop(pid, None)
@@ -395,13 +416,11 @@ def _receive(connection: socket.socket) -> tuple[Request, bytes, list[int]]:
 
 
 def _pkl_given_back(channel: socket.socket) -> KeptEvaluators | None:
-    """What an ended worker said of the Pkl server lent to it (``svc.cli.worker``): the evaluators it keeps, or None
-    when it may not be lent again. The worker has exited: all it sent is there to read."""
+    """What a worker said of the Pkl server lent to it as its command ended (``svc.cli.worker``): the evaluators it
+    keeps, or None when it may not be lent again. It sends its word whole, before it tells its client."""
     try:
         channel.setblocking(False)
-        if channel.recv(len(PKL_KEPT)) != PKL_KEPT:
-            return None
-        return KeptEvaluators.from_bytes(rest_of_message(channel, channel.recv(4)))
+        return read_pkl_word(channel)
     except (OSError, ValueError, EOFError):
         return None
 

@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from svc.cli.prefault import Span, prefault, report_written
 from svc.handoff import EXITED, Request, decode_request, record, rest_of_message
+from svc.pkl.kept_evaluators import KeptEvaluators
 from svc.pkl.server import Lendable, borrow_shared_server, give_back_shared_server
 
 GO = b"g"  # after a command given to a spare: run it
@@ -44,6 +45,7 @@ def wait_for_command(channel: socket.socket, written: list[Span] | None, pkl: Le
             message = rest_of_message(channel, data, after=len(GO))
             if len(descriptors) != 4 or message[-len(GO):] != GO:
                 raise ValueError("no command")
+            lent = read_pkl_word(channel)
         except BaseException:
             for descriptor in descriptors:
                 os.close(descriptor)
@@ -54,7 +56,13 @@ def wait_for_command(channel: socket.socket, written: list[Span] | None, pkl: Le
         traceback.print_exc()
         os._exit(1)
     _rename_process(name)
-    work(decode_request(message[:-len(GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel, pkl)
+    if pkl is not None and lent is None:  # another command has it: this one must not hold its pipes
+        for pipe in (pkl.process.stdin, pkl.process.stdout):
+            if pipe is not None:
+                pipe.close()
+    borrowing = Lendable(pkl.process, pkl.binary, lent) if pkl is not None and lent is not None else None
+    work(decode_request(message[:-len(GO)]), descriptors[1:], socket.socket(fileno=descriptors[0]), channel,
+         borrowing)
 
 
 def _readable(channel: socket.socket) -> bool:
@@ -120,12 +128,12 @@ def work(request: Request, descriptors: list[int], client: socket.socket, channe
         # The command is over: its client, told the exit code, leaves, and the server's hang-up of this process
         # (``_Server._hung_up``) must not cut short what it does for the next one.
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        try:
-            client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
+        try:  # first: the server can lend the Pkl server to the next command before this one's client has left
+            channel.sendall(_word_on_pkl(pkl, borrowed))
         except OSError:
             pass
         try:
-            channel.sendall(_word_on_pkl(pkl, borrowed))
+            client.sendall(record(EXITED, code & 0xFF))  # as the exit status will say it
         except OSError:
             pass
         report_written(channel)  # for the next spare: which pages this one wrote
@@ -133,15 +141,27 @@ def work(request: Request, descriptors: list[int], client: socket.socket, channe
 
 
 def _word_on_pkl(pkl: Lendable | None, borrowed: bool) -> bytes:
-    """What the server hears of the Pkl server it lent (``PKL_KEPT`` and its kept evaluators, or ``PKL_LOST``)."""
+    """What the server hears of the Pkl server it lent, if it did (``pkl``)."""
     if borrowed:
-        evaluators = give_back_shared_server()
-    else:  # one it did not borrow (another Pkl binary), it did not touch
-        evaluators = pkl.evaluators if pkl is not None else None
+        return pkl_word(give_back_shared_server())
+    return pkl_word(pkl.evaluators if pkl is not None else None)  # one it did not borrow (another Pkl binary)
+
+
+def pkl_word(evaluators: KeptEvaluators | None) -> bytes:
+    """A word on a worker's channel about the Pkl server, from the server with the command (lent, with the
+    evaluators it keeps, or not) or from the worker as it ends (it may be lent again, or not): ``PKL_KEPT`` and the
+    evaluators, or ``PKL_LOST``."""
     if evaluators is None:
         return PKL_LOST
     table = evaluators.to_bytes()
     return PKL_KEPT + len(table).to_bytes(4, "big") + table
+
+
+def read_pkl_word(channel: socket.socket) -> KeptEvaluators | None:
+    """The evaluators a ``pkl_word`` carries; None for ``PKL_LOST``."""
+    if channel.recv(len(PKL_KEPT)) != PKL_KEPT:
+        return None
+    return KeptEvaluators.from_bytes(rest_of_message(channel, channel.recv(4)))
 
 
 def python_streams(environ: dict[str, str]) -> list[tuple[str, str]]:
