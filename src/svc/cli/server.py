@@ -273,6 +273,10 @@ class _Server:
     def _lend(self, worker: _Spare) -> KeptEvaluators | None:
         """Lends the Pkl server to ``worker`` with its command, if no other worker has it and it is the one
         ``worker`` was forked with: the evaluators it keeps; None when it goes without."""
+        holder = self.pkl_lent_to
+        if holder is not None and holder in self.channels and holder not in self.answered and \
+                select.select([self.channels[holder]], [], [], 0)[0]:  # given back, but this command was read first
+            self._given_back(holder)
         if self.pkl is None or self.pkl_lent_to is not None or worker.pkl is not self.pkl:
             return None
         self.pkl_lent_to = worker.pid
@@ -315,10 +319,6 @@ class _Server:
     def _hand_over(self, request: bytes, descriptors: list[int]) -> _Spare | None:
         """Gives the command to the spare, or to a worker forked now when there is none (two commands at once) or
         it has gone; None if that one is gone too."""
-        if self.spare is None:  # a worker that has just ended may have given the Pkl server back: that comes first
-            waiting = {channel: pid for pid, channel in self.channels.items() if pid not in self.answered}
-            for channel in select.select(list(waiting), [], [], 0)[0] if waiting else ():
-                self._given_back(waiting[channel])
         spare, self.spare = self.spare, None
         if spare is not None and spare.hand(request, descriptors):
             return spare
