@@ -90,8 +90,9 @@ def _digest(path: Path) -> str:
 
 
 def _replace(path: Path, content: bytes) -> None:
-    """Written beside ``path`` and renamed over it: a command started meanwhile finds the old file or the new one."""
-    partial = path.with_name(f".{path.name}.new")
+    """Written beside ``path`` and renamed over it: a command started meanwhile finds the old file or the new one
+    (and two installs at once each rename a whole file of their own)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.new")
     partial.write_bytes(content)
     partial.chmod(0o755)
     partial.replace(path)
