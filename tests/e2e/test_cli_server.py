@@ -393,12 +393,10 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
-def test_a_command_killed_while_its_pkl_server_evaluates_leaves_the_next_one_a_new_server(world: World,
-                                                                                          server: Server) -> None:
-    """A client killed mid-evaluation has its worker hung up on: the Pkl server it borrowed is in the middle of a
-    conversation nobody will finish, so it is not lent again; the next command evaluates in a new one."""
-    server.start()
-    pkl = server.pkl()
+@contextmanager
+def _evaluating_slowly(world: World, server: Server, pkl: int) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``svc eval`` of a forma that keeps the lent Pkl server ``pkl`` busy for seconds, once it has evaluated a
+    while: the client and its worker; the client is killed on the way out."""
     slow = world.forma('new item.Item { label = "s"; value = IntSeq(1, 300000000).fold(0, (a, b) -> a + b).toString() }\n',
                        name="slow.pkl")
     client = subprocess.Popen([SVC, "eval", str(slow)], env={**os.environ, **ENV, **server.env},
@@ -406,13 +404,23 @@ def test_a_command_killed_while_its_pkl_server_evaluates_leaves_the_next_one_a_n
     try:
         started = _cpu_ticks(pkl)
         deadline = time.monotonic() + 30
-        while _cpu_ticks(pkl) < started + 30 and time.monotonic() < deadline:  # until it has evaluated a while
+        while _cpu_ticks(pkl) < started + 30 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert client.poll() is None, "the evaluation ended before the client was killed"
         [worker] = server.workers()
+        yield client, worker
     finally:
         client.kill()
         client.wait()
+
+
+def test_a_command_killed_while_its_pkl_server_evaluates_leaves_the_next_one_a_new_server(world: World,
+                                                                                          server: Server) -> None:
+    """A client killed mid-evaluation has its worker hung up on: the Pkl server it borrowed is in the middle of a
+    conversation nobody will finish, so it is not lent again; the next command evaluates in a new one."""
+    server.start()
+    pkl = server.pkl()
+    with _evaluating_slowly(world, server, pkl) as (client, worker):
+        assert client.poll() is None, "the evaluation ended before the client was killed"
     assert _gone(worker) and _gone(pkl)
     replaced = server.pkl(other_than=pkl)
     quick = world.forma('new item.Item { label = "q"; value = "quick" }\n', name="quick.pkl")
@@ -424,18 +432,6 @@ def test_a_command_killed_while_its_pkl_server_evaluates_leaves_the_next_one_a_n
 def test_a_worker_ended_by_a_signal_ends_its_client_by_the_same_signal(world: World, server: Server) -> None:
     """As a shell sees a command killed in its own process: the exit status says the signal."""
     server.start()
-    pkl = server.pkl()
-    slow = world.forma('new item.Item { label = "s"; value = IntSeq(1, 300000000).fold(0, (a, b) -> a + b).toString() }\n',
-                       name="slow.pkl")
-    client = subprocess.Popen([SVC, "eval", str(slow)], env={**os.environ, **ENV, **server.env},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        started = _cpu_ticks(pkl)
-        deadline = time.monotonic() + 30
-        while _cpu_ticks(pkl) < started + 30 and time.monotonic() < deadline:  # the command's worker is evaluating
-            time.sleep(0.01)
-        [worker] = server.workers()
+    with _evaluating_slowly(world, server, server.pkl()) as (client, worker):
         os.kill(worker, signal.SIGKILL)
         assert client.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        client.kill()
