@@ -237,23 +237,23 @@ def inside(forma: Path) -> str:
     assert server.pid is not None
     cpu_before, _ = _proc(server.pid)
     in_pkl: list[float] = []
-    evaluate: Callable = server.evaluate
+    converse: Callable = server.converse
 
-    def timed(request):  # type: ignore[no-untyped-def]
+    def timed(request, conversation):  # type: ignore[no-untyped-def]
         started = time.perf_counter()
         try:
-            return evaluate(request)
+            return converse(request, conversation)
         finally:
             in_pkl.append(time.perf_counter() - started)
 
-    server.evaluate = timed  # type: ignore[method-assign]
+    server.converse = timed  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
         evaluate_with_flags(forma, [], command="eval", mode="reconcile")
         total = time.perf_counter() - started
         cpu, peak = _proc(server.pid)
     finally:
-        del server.evaluate
+        del server.converse
         stop_shared_server()
     return (f"{total:.2f} s: pkl server {sum(in_pkl):.2f} s (CPU {cpu - cpu_before:.2f} s, peak {peak:.0f} MiB), "
             f"Python {total - sum(in_pkl):.2f} s; {len(in_pkl)} evaluation(s) (goal 1)")

@@ -12,9 +12,12 @@ from typing import Any
 import pytest
 
 from svc.cli.main import main
+from svc.forma import evaluate as forma_evaluate
 from svc.forma import evaluate_forma
 from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
+from svc.forma.errors import FormaError
 from svc.forma.evaluate import evaluate_document
+from svc.pkl import Conversation
 from svc.pkl.projects import environment_for
 
 FORMA = """\
@@ -154,3 +157,78 @@ def test_a_package_class_is_derived_once_then_kept_with_the_same_forma_json(writ
                                                                                    document["Schemas"], strict=True)}
     assert derived == {"Directory": False, "File": False, "Note": True, "StampedNote": True}
     assert evaluate_forma(path).to_json() == first
+
+
+LARGE = """\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@local/local.pkl" as lcl
+
+@svc.ResourceHint { type = "TEST::Box::Note"; identifier = "$.text" }
+local class Note extends svc.Resource {
+  @svc.FieldHint {} text: String
+  @svc.FieldHint {} after: (String | svc.Resolvable)?
+}
+
+local function note(n: Int): Note = new Note {
+  label = "n\\(n)"
+  // A span the forma's rendering cannot read, when asked for: the error then comes while rendering that note.
+  text = if (n == BROKEN) "\\u{1E}QUJD\\u{1F}" else "note \\(n)"
+  after = if (n > 0) note(n - 1).res.text else null
+}
+
+forma {
+  new svc.Stack { label = "site" }
+  new svc.Target { label = "home"; config = new lcl.Config { root = "/tmp/svc-forma-evaluation" } }
+  for (n in IntSeq(0, 4499)) { note(n) }
+}
+"""
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch, *, whole: bool = False) -> list[str]:
+    """The expressions the forma's evaluation asks Pkl (``whole``: the forma's text in one answer, as before it was
+    asked in slices)."""
+    asked: list[str] = []
+    original = forma_evaluate._in_slices
+
+    def recorded() -> Conversation[object]:
+        steps, value = original(), None
+        while True:
+            try:
+                expression = "output.text" if whole and not asked else steps.send(value)
+            except StopIteration as stop:
+                return stop.value
+            asked.append(expression)
+            value = yield expression
+            if whole:
+                return value
+
+    monkeypatch.setattr(forma_evaluate, "_in_slices", recorded)
+    return asked
+
+
+def test_a_large_forma_comes_from_pkl_in_slices_as_it_would_in_one_piece(write_pkl, monkeypatch) -> None:
+    path = write_pkl("main.pkl", LARGE.replace("BROKEN", "-1"))
+    properties = {"$cmd": "eval", "$mode": "reconcile"}
+    asked = _asked(monkeypatch)
+    sliced = evaluate_document(path, properties)
+    # The count, the forma without its resources, then 2,000 resources at a time.
+    assert len(asked) == 5 and asked[2].endswith("sublist(0, 2000))") and asked[4].endswith("sublist(4000, 4500))")
+    monkeypatch.undo()
+    asked = _asked(monkeypatch, whole=True)
+    assert evaluate_document(path, properties) == sliced and asked == ["output.text"]
+    assert [r["Label"] for r in sliced["Resources"]] == [f"n{n}" for n in range(4500)]
+    assert sliced["Resources"][4499]["Properties"]["after"]["$label"] == "n4498"
+
+
+def test_an_error_while_a_slice_renders_reads_as_it_would_in_one_piece(write_pkl, monkeypatch) -> None:
+    path = write_pkl("main.pkl", LARGE.replace("BROKEN", "4321"))
+    messages = []
+    for whole in (False, True):
+        asked = _asked(monkeypatch, whole=whole)
+        with pytest.raises(FormaError) as raised:
+            evaluate_document(path, {"$cmd": "eval", "$mode": "reconcile"})
+        messages.append(str(raised.value))
+        assert len(asked) == (1 if whole else 5)  # the third slice failed
+        monkeypatch.undo()
+    assert messages[0] == messages[1] and "repl:text" not in messages[0]

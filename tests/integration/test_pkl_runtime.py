@@ -13,6 +13,7 @@ import msgpack
 import pytest
 
 from svc.pkl import (
+    Conversation,
     EvaluationRequest,
     PklError,
     PklServer,
@@ -171,6 +172,44 @@ def test_module_text_evaluation_with_properties() -> None:
         properties={"who": "world"},
     )
     assert json.loads(shared_server().evaluate(request)) == {"x": "world"}
+
+
+class _CountingReader:
+    """``count:NAME``: NAME, counting each read."""
+
+    scheme, is_hierarchical, is_globbable = "count", False, False
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def read(self, uri: str) -> bytes:
+        self.reads += 1
+        return uri.removeprefix("count:").encode()
+
+    def list(self, uri: str) -> list:
+        return []
+
+
+def test_a_conversation_asks_one_evaluation_of_the_module_each_expression_in_turn() -> None:
+    reader = _CountingReader()
+    request = EvaluationRequest(module_uri="repl:text", module_text='x = read("count:hello").text\ny = x + "!"',
+                                resource_readers=[reader])
+
+    def conversation() -> Conversation[list[object]]:
+        first = yield "x.length"
+        then = yield f"y.take({first})"
+        return [first, then, (yield "y")]
+
+    assert shared_server().converse(request, conversation) == [5, "hello", "hello!"]
+    assert reader.reads == 1  # the module was evaluated once, for all three
+    # A Pkl error at any step is the evaluation's, with no frame of svc's expression in it.
+    def then_a_mistake() -> Conversation[object]:
+        yield from conversation()
+        return (yield "x.nope")
+
+    with pytest.raises(PklError) as raised:
+        shared_server().converse(request, then_a_mistake)
+    assert "nope" in str(raised.value) and "repl:text" not in str(raised.value)
 
 
 @pytest.fixture

@@ -3,9 +3,18 @@
 from svc.pkl.binary import PklBinaryError, find_pkl
 from svc.pkl.evaluator import evaluate_json
 from svc.pkl.readers import PluginConfigReader, TreeModuleReader, bundled_modules, plugin_modules
-from svc.pkl.server import EvaluationRequest, PklError, PklServer, PklServerError, shared_server, stop_shared_server
+from svc.pkl.server import (
+    Conversation,
+    EvaluationRequest,
+    PklError,
+    PklServer,
+    PklServerError,
+    shared_server,
+    stop_shared_server,
+)
 
 __all__ = [
+    "Conversation",
     "EvaluationRequest",
     "PklBinaryError",
     "PklError",

@@ -25,10 +25,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 
@@ -67,15 +67,29 @@ MAX_LENT_RSS = 320 * 1024 * 1024
 # The client-side readers of one evaluation, by scheme: (module readers, resource readers).
 _Readers = tuple[dict[str, ModuleReader], dict[str, ResourceReader]]
 
+T = TypeVar("T")
+# Expressions to evaluate in one module, each sent the value of the one before it; returns what the evaluation
+# gives its caller (``PklServer.converse``).
+Conversation = Generator[str, Any, T]
+
+
+def _single(expression: str) -> Conversation[Any]:
+    return (yield expression)
+
+
+_EXPRESSION_FRAME = "\nat  (repl:text)"  # an error's frame of the expression evaluated (it has no member's name)
+
 
 class PklError(Exception):
     """Pkl rejected the evaluation; ``str()`` is Pkl's own message, with file and line."""
 
     def __init__(self, message: str) -> None:
         # Pkl's message is blocks separated by blank lines: the headline, then stack frames. The
-        # banner and the frames inside Pkl's own output rendering say nothing about the user's file.
+        # banner, the frames inside Pkl's own output rendering and that of the expression the evaluation asked
+        # for (``EvaluationRequest.expression``, svc's own) say nothing about the user's file.
         blocks = message.replace("–– Pkl Error ––", "").strip().split("\n\n")
-        kept = [block for block in blocks if "at pkl.base#Module.output" not in block]
+        kept = [block for block in blocks
+                if "at pkl.base#Module.output" not in block and not block.endswith(_EXPRESSION_FRAME)]
         super().__init__("\n\n".join(kept).strip())
 
     @property
@@ -320,26 +334,34 @@ class PklServer:
     # -- evaluation --------------------------------------------------------------------------
     def evaluate(self, request: EvaluationRequest) -> Any:
         """Evaluates ``request.expression`` in the module and returns the decoded value."""
+        return self.converse(request, lambda: _single(request.expression))
+
+    def converse(self, request: EvaluationRequest, conversation: Callable[[], Conversation[T]]) -> T:
+        """Evaluates the expressions ``conversation()`` yields, one after the other, in one evaluator of the module
+        (each is sent the previous one's decoded value), and returns what the conversation returns. The module is
+        evaluated once: each expression reads what the ones before it evaluated. A large value is better read in
+        parts (``svc.forma.evaluate``): ``pkl server`` copies an answer several times over as it encodes it, each
+        copy a collection of the whole heap while the module's objects are all alive (a 24 MB one took 2.4 s)."""
         with self._lock:
             borrowed = self._process is not None and self._process is self._lent
             try:
-                return self._evaluate_once(request)
+                return self._converse_once(request, conversation)
             except (OSError, PklServerError) as error:
                 # Evaluation has no side effects, so one retry on a fresh server hides a hiccup of the old one. A
                 # borrowed one that fails is no news to the user (its lender lends none that failed again).
                 log.log(logging.DEBUG if borrowed else logging.WARNING, "%s; retrying on a new pkl server", error)
-                return self._evaluate_once(request)
+                return self._converse_once(request, conversation)
 
-    def _evaluate_once(self, request: EvaluationRequest) -> Any:
+    def _converse_once(self, request: EvaluationRequest, conversation: Callable[[], Conversation[T]]) -> T:
         try:
-            return self._evaluate_locked(request)
+            return self._converse_locked(request, conversation)
         except PklError:
             raise  # an answer: the conversation is intact
         except BaseException:
             self._discard_process()  # dead, or its stream no longer in step with ours
             raise
 
-    def _evaluate_locked(self, request: EvaluationRequest) -> Any:
+    def _converse_locked(self, request: EvaluationRequest, conversation: Callable[[], Conversation[T]]) -> T:
         self._ensure_started()
         modules = {reader.scheme: reader for reader in request.readers}
         resources = {reader.scheme: reader for reader in request.resource_readers}
@@ -348,31 +370,45 @@ class PklServer:
         key = None if request.reuse_key is None or request.module_text is None else _table_key(request, settings)
         taken = self._evaluators.take(key) if key is not None else None
         evaluator_id, uses = taken if taken is not None else (self._create_evaluator(settings, readers), 0)
-        evaluate_id = self._request_id()
-        module_uri = request.module_uri if key is None else evaluated_uri(request.module_uri, evaluate_id)
-        kept = False
+        module_uri = request.module_uri if key is None else evaluated_uri(request.module_uri, self._request_id())
+        answered = 0  # bytes of the answers so far, as Pkl sent them
+        error: str | None = None
         try:
-            evaluate: dict[str, Any] = {
-                "requestId": evaluate_id,
-                "evaluatorId": evaluator_id,
-                "moduleUri": module_uri,
-                "expr": request.expression,
-            }
-            if request.module_text is not None:
-                evaluate["moduleText"] = request.module_text
-            self._send(_EVALUATE, evaluate)
-            result = self._wait_for(_EVALUATE_RESPONSE, evaluate_id, readers)
-            kept = key is not None and not result.get("error") and len(result["result"]) <= MAX_KEPT_ANSWER
+            steps = conversation()
+            value: Any = None
+            while True:
+                try:
+                    expression = steps.send(value)
+                except StopIteration as stop:
+                    result: T = stop.value
+                    break
+                evaluate_id = self._request_id()
+                evaluate: dict[str, Any] = {
+                    "requestId": evaluate_id,
+                    "evaluatorId": evaluator_id,
+                    "moduleUri": module_uri,
+                    "expr": expression,
+                }
+                if request.module_text is not None:
+                    evaluate["moduleText"] = request.module_text
+                self._send(_EVALUATE, evaluate)
+                answer = self._wait_for(_EVALUATE_RESPONSE, evaluate_id, readers)
+                error = answer.get("error")
+                if error:
+                    break
+                answered += len(answer["result"])
+                value = msgpack.unpackb(answer["result"], raw=False)
         finally:
+            kept = key is not None and not error and answered <= MAX_KEPT_ANSWER
             retired = self._evaluators.keep(key, evaluator_id, uses + 1) if key is not None and kept else [evaluator_id]
             for retired_id in retired:
                 self._send(_CLOSE_EVALUATOR, {"evaluatorId": retired_id})
-        if result.get("error"):
-            self._answered_error = result["error"]
+        if error:
+            self._answered_error = error
             if taken is not None:  # a kept evaluator is never why an evaluation fails: a new one has the last word
-                return self._evaluate_locked(request)
-            raise PklError(plain_uri(result["error"], module_uri, request.module_uri))
-        return msgpack.unpackb(result["result"], raw=False)
+                return self._converse_locked(request, conversation)
+            raise PklError(plain_uri(error, module_uri, request.module_uri))
+        return result
 
     def _create_evaluator(self, settings: dict[str, Any], readers: _Readers) -> int:
         create_id = self._request_id()
