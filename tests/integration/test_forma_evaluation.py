@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from svc.cli.main import main
-from svc.forma import evaluate as forma_evaluate
 from svc.forma import evaluate_forma
 from svc.forma.descriptor_cache import CACHED_CLASSES, DescriptorCache
 from svc.forma.errors import FormaError
 from svc.forma.evaluate import evaluate_document
-from svc.pkl import Conversation
+from svc.pkl import Conversation, PklServer, slices
 from svc.pkl.projects import environment_for
 
 FORMA = """\
@@ -186,24 +185,26 @@ forma {
 
 
 def _asked(monkeypatch: pytest.MonkeyPatch, *, whole: bool = False) -> list[str]:
-    """The expressions the forma's evaluation asks Pkl (``whole``: the forma's text in one answer, as before it was
-    asked in slices)."""
+    """The expressions evaluations ask Pkl from now on (``whole``: a forma's text in one answer, however large)."""
     asked: list[str] = []
-    original = forma_evaluate._in_slices
+    converse = PklServer.converse
 
-    def recorded() -> Conversation[object]:
-        steps, value = original(), None
-        while True:
-            try:
-                expression = "output.text" if whole and not asked else steps.send(value)
-            except StopIteration as stop:
-                return stop.value
-            asked.append(expression)
-            value = yield expression
-            if whole:
-                return value
+    def recorded(self: PklServer, request: Any, conversation: Any) -> Any:
+        def recording() -> Conversation[object]:
+            steps, value = conversation(), None
+            while True:
+                try:
+                    expression = steps.send(value)
+                except StopIteration as stop:
+                    return stop.value
+                asked.append(expression)
+                value = yield expression
 
-    monkeypatch.setattr(forma_evaluate, "_in_slices", recorded)
+        return converse(self, request, recording)
+
+    monkeypatch.setattr(PklServer, "converse", recorded)
+    if whole:
+        monkeypatch.setattr(slices, "SLICE", 10**9)
     return asked
 
 
@@ -216,7 +217,7 @@ def test_a_large_forma_comes_from_pkl_in_slices_as_it_would_in_one_piece(write_p
     assert len(asked) == 5 and asked[2].endswith("sublist(0, 2000))") and asked[4].endswith("sublist(4000, 4500))")
     monkeypatch.undo()
     asked = _asked(monkeypatch, whole=True)
-    assert evaluate_document(path, properties) == sliced and asked == ["output.text"]
+    assert evaluate_document(path, properties) == sliced and len(asked) == 1
     assert [r["Label"] for r in sliced["Resources"]] == [f"n{n}" for n in range(4500)]
     assert sliced["Resources"][4499]["Properties"]["after"]["$label"] == "n4498"
 

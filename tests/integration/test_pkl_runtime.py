@@ -21,6 +21,7 @@ from svc.pkl import (
     bundled_modules,
     evaluate_json,
     shared_server,
+    slices,
 )
 from svc.pkl import binary as pkl_binary
 from svc.pkl.readers import installed_plugin_configs
@@ -210,6 +211,18 @@ def test_a_conversation_asks_one_evaluation_of_the_module_each_expression_in_tur
     with pytest.raises(PklError) as raised:
         shared_server().converse(request, then_a_mistake)
     assert "nope" in str(raised.value) and "repl:text" not in str(raised.value)
+
+
+def test_a_list_output_larger_than_a_slice_comes_in_slices_and_joins_as_one() -> None:
+    request = EvaluationRequest(module_uri="repl:text", module_text=(
+        'output { value = IntSeq(1, 5).map((i) -> new Dynamic { n = i; s = "\\(i)" }).toList()\n'
+        "renderer = new JsonRenderer {} }"))
+    whole = json.loads(shared_server().evaluate(request))
+    answer = shared_server().converse(request, slices.output_in_slices(size=2))
+    assert isinstance(answer, slices.Sliced) and answer.rest is None and len(answer.slices) == 3  # 2, 2 and 1
+    assert slices.joined(answer) == whole == [{"n": n, "s": str(n)} for n in range(1, 6)]
+    # No more than a slice's worth: the whole text, in one answer.
+    assert slices.joined(shared_server().converse(request, slices.output_in_slices(size=5))) == whole
 
 
 @pytest.fixture

@@ -14,10 +14,11 @@ from svc.forma.errors import FormaError, from_pkl_error
 from svc.forma.evaluation_cache import COMMAND_PROPERTY, EvaluationCache, Sources, cache_enabled
 from svc.model import wire
 from svc.model.forma_document import LISTED_SCHEMAS, Property
-from svc.pkl import Conversation, EvaluationRequest, PklError, bundled_modules, shared_server
+from svc.pkl import EvaluationRequest, PklError, bundled_modules, shared_server
 from svc.pkl.ext import ext_readers
 from svc.pkl.packages import PackageEnvironment
 from svc.pkl.projects import PklProjectError, environment_for
+from svc.pkl.slices import joined, output_in_slices
 
 if TYPE_CHECKING:
     from svc.model.forma import Forma
@@ -25,13 +26,6 @@ if TYPE_CHECKING:
 PROPERTIES_MODE = "properties"
 SCHEMA_KEYS = "SchemaKeys"  # each listed descriptor's class, for the descriptor cache (``@svc/forma.pkl``)
 _NOT_A_FORMA = '{path} is not a forma; start it with: amends "@svc/forma.pkl"'
-# What ``_in_slices`` asks Pkl, in the module's own renderer (``@svc/forma.pkl``'s JSON).
-_SLICE = 2_000
-_WHOLE_OR_COUNT = ('if (output.value is Dynamic && output.value.hasProperty("Resources") '
-                   f'&& output.value.Resources is List && output.value.Resources.length > {_SLICE}) '
-                   'output.value.Resources.length else output.text')
-_WITHOUT_RESOURCES = "output.renderer.renderValue((output.value) { Resources = List() })"
-_RESOURCES = "output.renderer.renderValue(output.value.Resources.sublist({start}, {end}))"
 
 
 @dataclass(frozen=True)
@@ -97,38 +91,15 @@ def _render(path: Path, environment: PackageEnvironment, properties: Mapping[str
         reuse_key=key,
     )
     try:
-        answer = shared_server().converse(request, _in_slices)
+        answer = shared_server().converse(request, output_in_slices("Resources"))
     except PklError as exc:
         raise from_pkl_error(exc) from exc
     try:
-        document = _parsed(answer)
+        document = joined(answer, "Resources")
     except (ValueError, TypeError) as exc:
         raise FormaError(_NOT_A_FORMA.format(path=path)) from exc
     if not isinstance(document, dict):
         raise FormaError(_NOT_A_FORMA.format(path=path))
-    return document
-
-
-def _in_slices() -> Conversation[str | list[str]]:
-    """The forma's JSON text; for a forma of more than ``_SLICE`` resources, the text without them and then theirs,
-    ``_SLICE`` at a time. ``pkl server`` copies an answer several times as it encodes it, and each large copy
-    costs a collection of a heap that holds every object of the forma: at 100,000 resources the whole text took
-    2.4 s more than in slices and 500 MiB more of the server's memory."""
-    first = yield _WHOLE_OR_COUNT
-    if not isinstance(first, int):
-        return first  # the whole text: a forma of few resources
-    parts = [(yield _WITHOUT_RESOURCES)]
-    for start in range(0, first, _SLICE):
-        parts.append((yield _RESOURCES.format(start=start, end=min(start + _SLICE, first))))
-    return parts
-
-
-def _parsed(answer: str | list[str]) -> Any:
-    if isinstance(answer, str):
-        return jsontext.loads(answer)
-    head, *slices = answer
-    document = jsontext.loads(head)
-    document["Resources"] = [resource for text in slices for resource in jsontext.loads(text)]
     return document
 
 

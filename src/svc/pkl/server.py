@@ -340,7 +340,7 @@ class PklServer:
         """Evaluates the expressions ``conversation()`` yields, one after the other, in one evaluator of the module
         (each is sent the previous one's decoded value), and returns what the conversation returns. The module is
         evaluated once: each expression reads what the ones before it evaluated. A large value is better read in
-        parts (``svc.forma.evaluate``): ``pkl server`` copies an answer several times over as it encodes it, each
+        parts (``svc.pkl.slices``): ``pkl server`` copies an answer several times over as it encodes it, each
         copy a collection of the whole heap while the module's objects are all alive (a 24 MB one took 2.4 s)."""
         with self._lock:
             borrowed = self._process is not None and self._process is self._lent

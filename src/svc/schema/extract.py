@@ -30,6 +30,7 @@ from svc.model.schema import ResourceDescriptor
 from svc.paths import replace_file, schema_cache_dir
 from svc.pkl import EvaluationRequest, PklError, shared_server
 from svc.pkl.packages import implicit_environment, plugin_package, svc_package
+from svc.pkl.slices import joined, output_in_slices
 from svc.plugins import InstalledPlugin
 
 _FORMAT = 2  # 1: a JSON list of descriptors, validated whole at each read
@@ -48,6 +49,11 @@ class SchemaExtractionError(Exception):
 
 class DamagedCache(Exception):
     """A schema cache file that is not one this svc wrote whole; the message says what is wrong."""
+
+
+# A type's descriptor is ~10 kB of JSON (the AWS registry's 1,737 types 18 MB): as many per answer as a forma's
+# 2,000 resources (``svc.pkl.slices``).
+_DESCRIPTORS_PER_ANSWER = 50
 
 
 def _extraction_module(dependency: str) -> str:
@@ -69,11 +75,12 @@ def _extract(plugin: InstalledPlugin) -> list[ResourceDescriptor]:
         project=environment.project,
     )
     try:
-        text = shared_server().evaluate(request)
+        answer = shared_server().converse(request, output_in_slices(size=_DESCRIPTORS_PER_ANSWER))
     except PklError as exc:
         message = f"the schema of plugin {plugin.namespace} {plugin.version} is invalid:\n{exc}"
         raise SchemaExtractionError(message) from exc
-    return _descriptors().validate_json(text)
+    descriptors: list[ResourceDescriptor] = joined(answer, parse=_descriptors().validate_json)
+    return descriptors
 
 
 def _fingerprint(plugin: InstalledPlugin) -> str:
