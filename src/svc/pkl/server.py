@@ -373,6 +373,7 @@ class PklServer:
         module_uri = request.module_uri if key is None else evaluated_uri(request.module_uri, self._request_id())
         answered = 0  # bytes of the answers so far, as Pkl sent them
         error: str | None = None
+        finished = False  # the conversation ended with its result (not cut short by an error or an exception)
         try:
             steps = conversation()
             value: Any = None
@@ -381,6 +382,7 @@ class PklServer:
                     expression = steps.send(value)
                 except StopIteration as stop:
                     result: T = stop.value
+                    finished = True
                     break
                 evaluate_id = self._request_id()
                 evaluate: dict[str, Any] = {
@@ -399,7 +401,7 @@ class PklServer:
                 answered += len(answer["result"])
                 value = msgpack.unpackb(answer["result"], raw=False)
         finally:
-            kept = key is not None and not error and answered <= MAX_KEPT_ANSWER
+            kept = key is not None and finished and answered <= MAX_KEPT_ANSWER
             retired = self._evaluators.keep(key, evaluator_id, uses + 1) if key is not None and kept else [evaluator_id]
             for retired_id in retired:
                 self._send(_CLOSE_EVALUATOR, {"evaluatorId": retired_id})
