@@ -95,7 +95,7 @@ def _render(path: Path, environment: PackageEnvironment, properties: Mapping[str
     except PklError as exc:
         raise from_pkl_error(exc) from exc
     try:
-        document = joined(answer, "Resources")
+        document = joined(answer)
     except (ValueError, TypeError) as exc:
         raise FormaError(_NOT_A_FORMA.format(path=path)) from exc
     if not isinstance(document, dict):

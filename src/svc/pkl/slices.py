@@ -22,8 +22,10 @@ SLICE = 2_000  # items of the list per answer (a forma's resources, ~240 bytes e
 
 @dataclass(frozen=True)
 class Sliced:
-    """The output's text without the list (None when the list is the output's value), and the list's slices."""
+    """The output's text without the list at ``path`` (None when the list is the output's value: ``path`` ""), and
+    the list's slices."""
 
+    path: str
     rest: str | None
     slices: list[str]
 
@@ -46,19 +48,19 @@ def output_in_slices(path: str = "", size: int | None = None) -> Callable[[], Co
         slices = []
         for start in range(0, first, size):
             slices.append((yield f"output.renderer.renderValue({items}.sublist({start}, {min(start + size, first)}))"))
-        return Sliced(rest, slices)
+        return Sliced(path, rest, slices)
 
     return conversation
 
 
-def joined(answer: str | Sliced, path: str = "", parse: Callable[[str], Any] = jsontext.loads) -> Any:
-    """The output ``output_in_slices(path)`` read, parsed by ``parse`` (a slice's text is a JSON list); ValueError
-    or TypeError for one that is not the JSON it should be."""
+def joined(answer: str | Sliced, parse: Callable[[str], Any] = jsontext.loads) -> Any:
+    """The output an ``output_in_slices`` conversation read, parsed by ``parse`` (a slice's text is a JSON list);
+    ValueError or TypeError for one that is not the JSON it should be."""
     if isinstance(answer, str):
         return parse(answer)
     items = [item for text in answer.slices for item in parse(text)]
     if answer.rest is None:
         return items
     document = parse(answer.rest)
-    document[path] = items
+    document[answer.path] = items
     return document

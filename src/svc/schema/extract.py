@@ -51,8 +51,8 @@ class DamagedCache(Exception):
     """A schema cache file that is not one this svc wrote whole; the message says what is wrong."""
 
 
-# A type's descriptor is ~10 kB of JSON (the AWS registry's 1,737 types 18 MB): as many per answer as a forma's
-# 2,000 resources (``svc.pkl.slices``).
+# A type's descriptor is ~10 kB of JSON (the AWS registry's 1,737 types 18 MB): 50 make about as many bytes per
+# answer as a forma's 2,000 resources (``svc.pkl.slices``).
 _DESCRIPTORS_PER_ANSWER = 50
 
 
