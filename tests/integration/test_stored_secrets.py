@@ -5,13 +5,17 @@ row changes, the walk is recorded per type and done again only when the type's s
 from __future__ import annotations
 
 import json
+import sqlite3
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from svc.config.model import DatastoreConfig
-from svc.datastore import Datastore, open_datastore
+from svc.datastore import Datastore, open_datastore, sqlite
 from svc.engine.planner import Catalog
 from svc.engine.stored_secrets import RUN_KIND, hash_stored_secrets
 from svc.ids import new_id
@@ -151,6 +155,29 @@ def test_the_sqlite_file_keeps_no_byte_of_a_replaced_secret(
         files = [file for file in tmp_path.iterdir() if file.name.startswith("svc.db")]
         assert [file.name for file in files if b"db-pw-second" in file.read_bytes()] == []
     finally:
+        datastore.close()
+
+
+def test_the_sqlite_file_keeps_no_byte_of_a_replaced_secret_a_reader_held_back(
+        tmp_path: Path, datastore_config: Callable[..., DatastoreConfig], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reader still on the snapshot from before the walk when the log is emptied, for longer than the busy
+    # timeout: the checkpoint answers "busy" and leaves the old pages in the files until it is tried again.
+    monkeypatch.setattr(sqlite, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "svc.db"
+    datastore = open_datastore(datastore_config("sqlite", sqlite_path=str(path)))
+    reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    release = threading.Timer(1.0, reader.rollback)
+    try:
+        store_old_records(datastore)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM resources").fetchone()
+        release.start()
+        assert hash_stored_secrets(datastore, catalog(*SECRETS)) == {VAULT: 4}
+        files = [file for file in tmp_path.iterdir() if file.name.startswith("svc.db")]
+        assert [file.name for file in files if b"db-pw-second" in file.read_bytes()] == []
+    finally:
+        release.cancel()
+        reader.close()
         datastore.close()
 
 

@@ -27,6 +27,7 @@ def assert_nowhere(secret: str, directory: Path, answers: Iterable[str], stand_i
     """The secret is in no file under ``directory`` (but the formas and ``stand_ins``) and in none of ``answers``."""
     scanned = [path for path in directory.rglob("*") if path.is_file()]
     assert any(path.name.endswith(".db") for path in scanned), f"no datastore under {directory} to look in"
-    assert files_holding(secret, directory, stand_ins) == [], "the secret is stored or logged in plain text"
+    holding = files_holding(secret, directory, stand_ins)
+    assert holding == [], f"the secret is stored or logged in plain text in {[str(path) for path in holding]}"
     leaked = [answer for answer in answers if secret in answer]
     assert leaked == [], f"the secret is in an answer: {leaked[0][:200]}"

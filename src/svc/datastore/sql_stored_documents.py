@@ -16,6 +16,7 @@ Through the Data API, whose statements run in transactions, that is left to the 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("svc.datastore")
 
 _PAGE = 500
+# How long erasing waits for the write-ahead log to be copied into the database file and emptied (see
+# ``_empty_the_log``): readers hold their snapshots for a query or a page at a time.
+_LOG_DEADLINE = 60.0
+_LOG_RETRY = 0.05
 _REWRITTEN_TABLES = (resources, resource_changes, resource_updates)
 
 
@@ -70,7 +75,7 @@ class StoredDocumentsStore(SqlBase):
                 driver = conn.connection.dbapi_connection
                 assert driver is not None
                 driver.execute("VACUUM")
-                driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                _empty_the_log(driver)
             return True
         if self.backend == "postgres":
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
@@ -106,3 +111,23 @@ class StoredDocumentsStore(SqlBase):
             if len(rows) < _PAGE:
                 return written
             last = tuple(getattr(rows[-1], column.name) for column in key)
+
+
+def _empty_the_log(driver: Any) -> None:
+    """Copies the write-ahead log into the rebuilt database file and truncates it, waiting for that to complete.
+
+    Until it completes, the file still holds the pages as they were before the rewrite (and the log the pages the
+    rewrite replaced). A truncating checkpoint that finds another checkpoint under way (the engine's own thread
+    runs one after writes) or a reader still on an older snapshot past the busy timeout answers "busy" instead of
+    failing: it is tried again until it reports the log copied and empty."""
+    deadline = time.monotonic() + _LOG_DEADLINE
+    while True:
+        busy, frames, copied = driver.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy and frames == copied:
+            return
+        if time.monotonic() > deadline:
+            log.warning("the write-ahead log could not be emptied within %gs (a reader kept an older snapshot); the "
+                        "rows rewritten keep their old bytes in the database files until its next complete "
+                        "checkpoint", _LOG_DEADLINE)
+            return
+        time.sleep(_LOG_RETRY)
