@@ -1,0 +1,70 @@
+"""A small command on an agent that already manages many other resources.
+
+Terraform plans one workspace's state, whatever other workspaces hold; svc's agent manages every stack in one
+inventory. This prints what a 10-resource forma in a stack of its own costs through the real CLI and agent (the
+FAKE plugin at zero latency): the apply, the no-op plan (``--simulate``) and the destroy, each the median of
+``--runs`` fresh formas, first on an agent that holds nothing else, then beside each of ``--beside`` other
+resources (chains of 10 in one other stack, applied once). A figure that grows with the others is a cost every
+small command pays in a large estate. Figures only; nothing is asserted.
+
+    .venv/bin/python bench/big_inventory.py                        # beside 20,000
+    .venv/bin/python bench/big_inventory.py --beside 20000 100000  # ~2 minutes more
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+from engine_cli import Cli, write_forma
+from fake_agent import start_fake_agent
+
+SIZE = 10
+
+
+def small_commands(cli: Cli, directory: Path, tag: str, runs: int) -> dict[str, float]:
+    """The median seconds of each phase over ``runs`` fresh 10-resource formas, each in a stack of its own."""
+    seconds: dict[str, list[float]] = {"apply": [], "no-op plan": [], "destroy": []}
+    for run in range(runs):
+        forma = write_forma(directory, f"small-{tag}-{run}", directory / f"cloud-small-{tag}-{run}.db", SIZE, SIZE)
+        seconds["apply"].append(cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait").seconds)
+        seconds["no-op plan"].append(cli.timed("apply", "--mode", "reconcile", str(forma), "--simulate").seconds)
+        seconds["destroy"].append(cli.timed("destroy", str(forma), "--yes", "--wait").seconds)
+    return {phase: statistics.median(values) for phase, values in seconds.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--beside", type=int, nargs="*", default=[20_000],
+                        help="inventory sizes (other resources the agent manages) to measure at, growing")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="svc-bench-inventory-") as tmp:
+        directory = Path(tmp)
+        agent = start_fake_agent(directory)
+        cli = Cli(agent, directory / "data")
+        try:
+            alone = small_commands(cli, directory, "alone", args.runs)
+            print(f"{SIZE} resources, nothing else managed: "
+                  + ", ".join(f"{phase} {value:.3f} s" for phase, value in alone.items()), flush=True)
+            held = 0
+            for others in sorted(args.beside):
+                if others > held:
+                    forma = write_forma(directory, f"others-{others}", directory / f"cloud-others-{others}.db",
+                                        others - held, 10)
+                    took = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait").seconds
+                    print(f"        ({others - held} others applied in {took:.1f} s)", flush=True)
+                    held = others
+                beside = small_commands(cli, directory, f"beside-{others}", args.runs)
+                print(f"{SIZE} resources beside {others:,} others: " + ", ".join(
+                    f"{phase} {value:.3f} s ({value / alone[phase]:.1f}×)" for phase, value in beside.items()),
+                    flush=True)
+        finally:
+            cli.close()
+            agent.stop()
+
+
+if __name__ == "__main__":
+    main()
