@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -14,7 +14,8 @@ from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
 from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, tombstone_values
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resources
 from svc.ids import new_id
-from svc.model.records import Page, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
+from svc.model.records import Page, ResourceScope, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
+from svc.model.values import URI_SCHEME
 
 r = resources
 
@@ -32,6 +33,8 @@ _HISTORY_ORDER = (r.c.version,)
 _ALL_VERSIONS_ORDER = (r.c.ksuid, r.c.version)
 _SUMMARY_COLUMNS = (r.c.ksuid, r.c.type, r.c.label, r.c.stack, r.c.target, r.c.native_id, r.c.managed)
 _BATCH = 500  # writes per transaction in store_resources
+_IN_LIST = 500  # values per IN list of ``live_resources_in`` (SQLite's bound parameters are limited)
+_REFERRING = 20  # producers per text search of ``live_resources_in``: one scan of the live rows each
 
 # Built once: the write path runs these for every stored version, and building statements costs more CPU
 # than executing them.
@@ -199,6 +202,29 @@ class ResourceStore(SqlBase):
             return paginate(conn, statement, list_name="resource-summaries", order=_LIST_ORDER, cursor=cursor,
                             limit=limit, convert=_summary)
 
+    def live_resources_in(self, scope: ResourceScope) -> list[ResourceVersion]:
+        """The live resources of ``scope``, each once, in no particular order."""
+        live = head_is(r.c.head, HEAD_LIVE)
+        managed = r.c.managed.is_(True)
+        wheres: list[sa.ColumnElement[bool]] = []
+        for column, keys in ((r.c.stack, scope.stacks), (r.c.target, scope.targets), (r.c.ksuid, scope.ksuids)):
+            wheres += [column.in_(chunk) for chunk in _chunks(keys, _IN_LIST)]
+        wheres += [managed & sa.tuple_(r.c.stack, r.c.type, r.c.label).in_(chunk)
+                   for chunk in _chunks(scope.triplets, _IN_LIST)]
+        wheres += [r.c.managed.is_(False) & sa.tuple_(r.c.type, r.c.label).in_(chunk)
+                   for chunk in _chunks(scope.labels, _IN_LIST)]
+        # A reference is stored as {"$ref": "svc://<ksuid>#/<path>"}: its text names the producer. The search reads
+        # every live row's properties in the database, not in Python (no index of references is kept).
+        text = sa.cast(r.c.properties, sa.Text)
+        wheres += [managed & sa.or_(*(text.contains(f"{URI_SCHEME}{ksuid}#", autoescape=True) for ksuid in chunk))
+                   for chunk in _chunks(scope.referring_to, _REFERRING)]
+        found: dict[str, ResourceVersion] = {}
+        with self.read() as conn:
+            for where in wheres:
+                for row in conn.execute(sa.select(r).where(live, where)):
+                    found.setdefault(row.ksuid, version_of_row(row))
+        return list(found.values())
+
     def resource_history(self, ksuid: str, *, cursor: str | None = None,
                          limit: int = DEFAULT_PAGE_SIZE) -> Page[ResourceVersion]:
         """Every stored version of one resource, oldest first, tombstones included."""
@@ -240,3 +266,9 @@ def lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:
         if write.native_id is not None:
             keys.add(f"native:{write.target}:{write.type}:{write.native_id}")
     return sorted(keys)
+
+
+def _chunks(keys: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    ordered = sorted(keys)
+    for start in range(0, len(ordered), size):
+        yield ordered[start:start + size]

@@ -15,16 +15,16 @@ from dataclasses import dataclass, replace
 from svc.datastore.errors import DatastoreUnavailable
 from svc.datastore.interface import Datastore
 from svc.datastore.query import DESTROY_FIELDS, parse_query
-from svc.engine import drift
 from svc.engine.background import PeriodicJob
 from svc.engine.command_records import UpdateData, UpdateRecords, command_record, shown_change
 from svc.engine.errors import ConflictingCommands, InvalidForma, NotLeading, PlanChanged, TargetReaped
 from svc.engine.executor import Node
 from svc.engine.graph import build_graph
-from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
+from svc.engine.inventory_reads import plan_from_store
+from svc.engine.planner import Catalog, Changeset, PlanRequest
 from svc.engine.planner.changeset import ResourceChange
 from svc.engine.planner.fingerprint import fingerprint, moved
-from svc.engine.policy_store import persist_policies, stored_policies
+from svc.engine.policy_store import persist_policies
 from svc.engine.queries import PAGE, incomplete_commands, updates_of
 from svc.engine.runs import Runs
 from svc.engine.sealed_formas import seal_forma, unseal_forma
@@ -32,7 +32,7 @@ from svc.engine.sealing import Sealer
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest, StoredCommand, Submission
 from svc.ids import new_id
 from svc.model.forma import Forma
-from svc.model.records import CommandRecord, ResourceUpdateRecord, TargetFilter, TargetWrite, every_item
+from svc.model.records import CommandRecord, ResourceUpdateRecord, TargetWrite, every_item
 from svc.model.states import CommandState, UpdateState
 
 log = logging.getLogger("svc.engine")
@@ -168,37 +168,7 @@ class Admission:
                               agent_version=self.provenance.agent_version, source=caller.source, **state)
 
     async def _plan(self, request: PlanRequest, reconcile_stacks: set[str]) -> Changeset:
-        def work() -> Changeset:
-            with self.store.snapshot():  # one consistent view of what is stored, read in one transaction
-                # An apply that declares a reaped target recovers its resources; a destroy forgets them (DB only).
-                inventory = self._inventory(reconcile_stacks, request.forma if request.command == "apply" else None)
-                inventory.policies = stored_policies(self.store, request.forma, inventory.stacks)
-            return plan(request, inventory, self.catalog, new_id)
-
-        return await asyncio.to_thread(work)
-
-    def _inventory(self, reconcile_stacks: set[str], forma: Forma | None) -> Inventory:
-        resources = every_item(lambda c: self.store.list_resources(cursor=c, limit=PAGE))
-        targets = every_item(lambda c: self.store.list_targets(TargetFilter(reaped=True), cursor=c, limit=PAGE))
-        if forma is not None:
-            # A reaped target the forma declares again comes back with its resources: planned as the stored
-            # resources they are (updated or left alone, never created twice in the cloud).
-            declared = {t.label for t in forma.targets}
-            for target in targets:
-                if target.health_state == "reaped" and target.label in declared:
-                    resources.extend(self.store.list_reaped_resources(target.label))
-        stacks = every_item(lambda c: self.store.list_stacks(cursor=c, limit=PAGE))
-        inventory = Inventory(resources, {t.label: t for t in targets}, {s.label: s for s in stacks})
-        for stack in reconcile_stacks:
-            inventory.modifications[stack] = self._modifications(stack)
-        return inventory
-
-    def _modifications(self, stack: str) -> list[Modification]:
-        """Versions written in ``stack`` since its last reconcile by anything but that reconcile."""
-        changed = drift.modified(self.store, stack)
-        outside = drift.out_of_band(self.store, changed)
-        return [Modification(stack, v.type, v.label, "delete" if v.deleted else "update", v.ksuid, v.ksuid in outside)
-                for v in changed]
+        return await asyncio.to_thread(plan_from_store, self.store, request, self.catalog, reconcile_stacks, new_id)
 
     def _store_baseline(self, command_id: str, changeset: Changeset, force: bool, caller: Caller,
                         description: tuple[str, bool]) -> None:

@@ -2,7 +2,7 @@
 
 A version written in the stack after the stack's most recent reconcile apply began, by another command
 (a synchronization pass storing an out-of-band change, a patch, an adoption…), is a modification. The
-reconcile drift gate (``Engine._modifications``) and ``GET /stacks/{stack}/drift`` read the same list;
+reconcile drift gate (``inventory_reads``) and ``GET /stacks/{stack}/drift`` read the same list;
 the endpoint adds each resource's properties then and now and the patch between them.
 """
 

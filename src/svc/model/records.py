@@ -87,6 +87,24 @@ class ResourceVersion:
     deleted: bool
 
 
+@dataclass(frozen=True)
+class ResourceScope:
+    """Live resources a plan needs, by what they are found by (``Datastore.live_resources_in``): those in
+    ``stacks`` or on ``targets``, with one of ``ksuids``, the managed one of each (stack, type, label) of
+    ``triplets``, the discovered (unmanaged) ones of each (type, label) of ``labels``, and the managed ones whose
+    properties refer to one of ``referring_to`` (a ksuid)."""
+
+    stacks: frozenset[str] = frozenset()
+    targets: frozenset[str] = frozenset()
+    ksuids: frozenset[str] = frozenset()
+    triplets: frozenset[tuple[str, str, str]] = frozenset()
+    labels: frozenset[tuple[str, str]] = frozenset()
+    referring_to: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return any((self.stacks, self.targets, self.ksuids, self.triplets, self.labels, self.referring_to))
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceSummary:
     """The indexed columns of a current resource, for inventory lists that must not decode JSON."""

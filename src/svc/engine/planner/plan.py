@@ -135,7 +135,7 @@ class _Apply:
         return filled
 
     def match(self, desired: Desired) -> ResourceVersion | None:
-        found = self.inventory.by_ksuid.get(desired.ksuid)
+        found = self.inventory.resource(desired.ksuid)
         if found is None:
             return None
         r = desired.resource
@@ -237,9 +237,9 @@ class _Apply:
             for producer in changing:
                 for dependent, _ in self.inventory.dependents(producer):
                     if dependent.ksuid not in entries and dependent.ksuid not in deleted:
+                        source = self.inventory.resource(producer)
                         entries[dependent.ksuid] = self._stored_entry(
-                            dependent, changing, self.inventory.by_ksuid[producer].label
-                            if producer in self.inventory.by_ksuid else producer)
+                            dependent, changing, source.label if source is not None else producer)
                         sources[dependent.ksuid] = dependent.properties
             for ksuid, entry in list(entries.items()):
                 if moved is None or ksuid not in self.changes or refers_to_moved(ksuid):
@@ -332,9 +332,9 @@ class _Apply:
             for dependent, _ in self.inventory.dependents(ksuid):
                 if dependent.ksuid in deleted:
                     continue
-                source = self.inventory.by_ksuid[ksuid]
+                source = self.inventory.resource(ksuid)
                 dependents.append({"ResourceLabel": dependent.label, "ResourceType": dependent.type,
-                                   "Stack": dependent.stack, "CascadeSource": source.label})
+                                   "Stack": dependent.stack, "CascadeSource": source.label if source else ksuid})
         if dependents:
             names = ", ".join(f"{d['Stack']}/{d['ResourceType']}/{d['ResourceLabel']}" for d in dependents)
             raise ResourceHasDependents(f"resources this apply deletes are still referenced by: {names}",
@@ -420,7 +420,7 @@ class _Destroy:
         forma = self.request.forma
         if forma is not None:
             for resource in forma.resources:
-                stored = self.inventory.by_triplet.get((resource.stack, resource.type, resource.label))
+                stored = self.inventory.managed(resource.stack, resource.type, resource.label)
                 if stored is not None:
                     roots.append(stored)
             if not forma.resources:  # a forma of targets only deletes them and everything on them
@@ -439,7 +439,8 @@ class _Destroy:
             for dependent, _ in self.inventory.dependents(producer):
                 if dependent.ksuid in chosen or dependent.stack == UNMANAGED_STACK:
                     continue
-                change = self.delete(dependent, cascade=self.inventory.by_ksuid[producer].label)
+                source = self.inventory.resource(producer)
+                change = self.delete(dependent, cascade=source.label if source is not None else producer)
                 chosen[dependent.ksuid] = change
                 cascades.append(change)
                 queue.append(dependent.ksuid)

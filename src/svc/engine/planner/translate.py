@@ -37,9 +37,9 @@ def assign_ksuids(forma: Forma, inventory: Inventory, new_id: Callable[[], str])
         if key in ids:
             raise InvalidForma(f"resource {resource.stack}/{resource.type}/{resource.label} is declared twice",
                                {"Resource": "/".join(key)})
-        found = inventory.by_triplet.get(key)
+        found = inventory.managed(*key)
         if found is None and resource.alias:
-            found = inventory.by_triplet.get((resource.stack, resource.type, resource.alias))
+            found = inventory.managed(resource.stack, resource.type, resource.alias)
         if found is None:
             found = inventory.adoptable(resource.target, resource.type, resource.label)
         if found is None and resource.alias:
@@ -66,7 +66,7 @@ class Translator:
                 stack = stacks[0]
         if (stack, type_, label) in self.ids:
             return self.ids[(stack, type_, label)]
-        found = self.inventory.by_triplet.get((stack, type_, label)) or self.inventory.unmanaged.get((type_, label))
+        found = self.inventory.managed(stack, type_, label) or self.inventory.discovered(type_, label)
         return found.ksuid if found is not None else None
 
     def reference(self, envelope: Json) -> Json:
@@ -88,7 +88,8 @@ class Translator:
         if envelope.get("$visibility") == "Opaque":
             return True
         schema = self.schemas.get(str(envelope.get("$type")))
-        stored = self.inventory.by_ksuid.get(self.ksuid_of(envelope) or "")
+        ksuid = self.ksuid_of(envelope)
+        stored = self.inventory.resource(ksuid) if ksuid is not None else None
         if schema is None and stored is not None and stored.document.get("Schema"):
             schema = schema_of(dict(stored.document["Schema"]))
         if schema is None:

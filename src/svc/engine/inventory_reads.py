@@ -1,0 +1,158 @@
+"""The stored state a plan is made from: only what the plan looks up, or the whole inventory.
+
+Reading every live resource for each command made a small command pay for the whole estate: an apply of 10
+beside 100,000 other resources took 2.7 s, nearly all of it reading, decoding and indexing the 100,000
+(``bench/big_inventory.py``). A plan looks up little beyond its forma's stacks: the resources its forma's
+resources match (by stack, type and label, or the discovered ones they adopt), the producers they refer to, the
+resources on a target it replaces, and those referring to what it changes. So the forma's stacks and the
+discovered resources its labels could adopt are read first, and the plan is made from that partial inventory
+(``Inventory.reach``); whatever it looked up that the partial inventory could not answer for certain
+(``Inventory.wanted``) is read too and the plan made again, until it asks for nothing new. That plan is the one
+the whole inventory gives: every lookup it made was answered from resources read in full for it. Most commands
+take one round; a reference to another stack or an update with dependents, two or three.
+
+The whole inventory is still read where the partial one would cost more: a forma of more than
+``WHOLE_ABOVE`` resources (its stacks are most of what is read anyway), a round that asks for the dependents of
+more than ``_SEARCHED_PRODUCERS`` producers (each search reads every live row's properties in the database), or
+a plan still asking after ``_ROUNDS`` rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from svc.datastore.interface import Datastore
+from svc.engine import drift
+from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
+from svc.engine.planner.inventory import Reach
+from svc.engine.planner.policies import StoredPolicies
+from svc.engine.policy_store import stored_policies
+from svc.engine.queries import PAGE
+from svc.model.forma import Forma
+from svc.model.records import ResourceScope, ResourceVersion, StackRecord, TargetFilter, TargetRecord, every_item
+
+WHOLE_ABOVE = 1_000
+_SEARCHED_PRODUCERS = 200
+_ROUNDS = 8
+
+
+def plan_from_store(store: Datastore, request: PlanRequest, catalog: Catalog, reconcile_stacks: set[str],
+                    new_id: Callable[[], str]) -> Changeset:
+    """The plan of ``request`` against what is stored, read in one snapshot (see the module)."""
+    with store.snapshot():  # one consistent view of what is stored, read in one transaction
+        state = _State.read(store, request, reconcile_stacks)
+        if len(request.forma.resources if request.forma else ()) <= WHOLE_ABOVE:
+            changeset = plan_in_rounds(request, catalog, store.live_resources_in,
+                                       lambda resources, reach: state.inventory(resources + state.reaped, reach),
+                                       new_id)
+            if changeset is not None:
+                return changeset
+        resources = every_item(lambda c: store.list_resources(cursor=c, limit=PAGE)) + state.reaped
+        return plan(request, state.inventory(resources, None), catalog, new_id)
+
+
+@dataclass(frozen=True)
+class _State:
+    """What every plan reads whole: targets, stacks, the reconciled stacks' modifications, the forma's policies,
+    and the resources of reaped targets an apply declares again."""
+
+    targets: dict[str, TargetRecord]
+    stacks: dict[str, StackRecord]
+    modifications: dict[str, list[Modification]]
+    policies: StoredPolicies
+    reaped: list[ResourceVersion]
+
+    @classmethod
+    def read(cls, store: Datastore, request: PlanRequest, reconcile_stacks: set[str]) -> _State:
+        targets = every_item(lambda c: store.list_targets(TargetFilter(reaped=True), cursor=c, limit=PAGE))
+        reaped: list[ResourceVersion] = []
+        if request.command == "apply" and request.forma is not None:
+            # A reaped target the forma declares again comes back with its resources: planned as the stored
+            # resources they are (updated or left alone, never created twice in the cloud); a destroy forgets them.
+            declared = {t.label for t in request.forma.targets}
+            for target in targets:
+                if target.health_state == "reaped" and target.label in declared:
+                    reaped.extend(store.list_reaped_resources(target.label))
+        stacks = {s.label: s for s in every_item(lambda c: store.list_stacks(cursor=c, limit=PAGE))}
+        return cls({t.label: t for t in targets}, stacks,
+                   {stack: _modifications(store, stack) for stack in reconcile_stacks},
+                   stored_policies(store, request.forma, stacks), reaped)
+
+    def inventory(self, resources: list[ResourceVersion], reach: Reach | None) -> Inventory:
+        return Inventory(resources, dict(self.targets), dict(self.stacks), dict(self.modifications), self.policies,
+                         reach=reach)
+
+
+def _modifications(store: Datastore, stack: str) -> list[Modification]:
+    """Versions written in ``stack`` since its last reconcile by anything but that reconcile."""
+    changed = drift.modified(store, stack)
+    outside = drift.out_of_band(store, changed)
+    return [Modification(stack, v.type, v.label, "delete" if v.deleted else "update", v.ksuid, v.ksuid in outside)
+            for v in changed]
+
+
+def plan_in_rounds(request: PlanRequest, catalog: Catalog, read: Callable[[ResourceScope], list[ResourceVersion]],
+                   inventory_of: Callable[[list[ResourceVersion], Reach], Inventory],
+                   new_id: Callable[[], str]) -> Changeset | None:
+    """The plan made from partial inventories (``inventory_of`` the resources read so far and what they cover),
+    each round reading (``read``) what the last one wanted; None when the whole inventory should be read
+    instead (see the module)."""
+    reach = _first_reach(request.forma, request.destroy_matches)
+    loaded: dict[str, ResourceVersion] = {r.ksuid: r for r in request.destroy_matches}
+    _read(read, reach, loaded)
+    for _ in range(_ROUNDS):
+        inventory = inventory_of(_in_inventory_order(loaded.values()), _copy(reach))
+
+        def minted(inventory: Inventory = inventory) -> str:
+            # A resource this plan creates is stored nowhere, nor is anything referring to it.
+            ksuid = new_id()
+            assert inventory.reach is not None
+            inventory.reach.ksuids.add(ksuid)
+            inventory.reach.referring_to.add(ksuid)
+            return ksuid
+
+        try:
+            changeset = plan(request, inventory, catalog, minted)
+        except Exception:
+            if not inventory.wanted:
+                raise  # answered from resources read in full for it: the whole inventory gives the same error
+        else:
+            if not inventory.wanted:
+                return changeset
+        wanted = inventory.wanted
+        if len(wanted.referring_to) > _SEARCHED_PRODUCERS:
+            return None
+        _read(read, wanted, loaded)
+        reach.add(wanted)
+    return None
+
+
+def _first_reach(forma: Forma | None, matches: Iterable[ResourceVersion]) -> Reach:
+    """What a plan of ``forma`` (or of a destroy's ``matches``) looks up first: the forma's stacks, the discovered
+    resources its resources could adopt, the matched resources themselves."""
+    reach = Reach(ksuids={r.ksuid for r in matches})
+    if forma is not None:
+        reach.stacks = {r.stack for r in forma.resources}
+        reach.labels = {(r.type, r.label) for r in forma.resources}
+        reach.labels |= {(r.type, r.alias) for r in forma.resources if r.alias}
+    return reach
+
+
+def _read(read: Callable[[ResourceScope], list[ResourceVersion]], reach: Reach,
+          loaded: dict[str, ResourceVersion]) -> None:
+    if reach:
+        for resource in read(reach.scope()):
+            loaded.setdefault(resource.ksuid, resource)
+
+
+def _in_inventory_order(resources: Iterable[ResourceVersion]) -> list[ResourceVersion]:
+    """As the whole inventory lists them (``Datastore.list_resources``): lookups that keep the last of several
+    (a discovered (type, label) on two targets) then answer alike."""
+    return sorted(resources, key=lambda r: (r.type, r.label, r.ksuid))
+
+
+def _copy(reach: Reach) -> Reach:
+    copied = Reach()
+    copied.add(reach)
+    return copied

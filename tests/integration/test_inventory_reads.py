@@ -1,0 +1,113 @@
+"""What a plan reads of the inventory, on every backend: ``Datastore.live_resources_in`` answers each kind of
+scope with exactly the live resources it names, and ``plan_from_store`` plans as the whole inventory does while
+reading little of an estate its forma does not touch."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from support.planning import CATALOG, TYPES, forma, new_id, ref, res, resource
+from svc.datastore import Datastore
+from svc.engine import inventory_reads
+from svc.engine.errors import EngineError
+from svc.engine.inventory_reads import plan_from_store
+from svc.engine.planner import PlanRequest
+from svc.model.records import ResourceScope, ResourceWrite
+
+ITEM = "T::Test::Item"
+
+
+def write(label: str, properties: dict[str, Any], *, stack: str = "app", target: str = "main",
+          managed: bool = True) -> ResourceWrite:
+    return ResourceWrite(ITEM, label, stack, target, properties, managed=managed, native_id=f"n-{stack}-{label}",
+                         document={"Schema": TYPES[ITEM].to_json()})
+
+
+def put(datastore: Datastore, label: str, properties: dict[str, Any], **where: Any) -> str:
+    return datastore.store_resource(write(label, properties, **where)).ksuid
+
+
+def put_many(datastore: Datastore, writes: list[ResourceWrite]) -> list[str]:
+    return [outcome.ksuid for outcome in datastore.store_resources(writes)]
+
+
+def labels(datastore: Datastore, **scope: Any) -> list[str]:
+    return sorted(r.label for r in datastore.live_resources_in(ResourceScope(**scope)))
+
+
+def test_each_kind_of_scope_reads_exactly_the_live_resources_it_names(datastore: Datastore) -> None:
+    a = put(datastore, "a", {"Value": "1"})
+    put(datastore, "b", {"Ref": ref(a, "Id", "x")}, stack="other")
+    put(datastore, "c", {"Embedded": {"$embed": True, "$parts": ["x-", ref(a, "Value")]}}, stack="third", target="far")
+    put(datastore, "d", {"Value": "discovered"}, stack="$unmanaged", target="far", managed=False)
+    put(datastore, "d", {"Value": "managed, same label"}, stack="fourth")
+    gone = put(datastore, "gone", {"Ref": ref(a, "Id")}, stack="other")
+    datastore.delete_resource(gone)
+    # A ksuid in a plain string is no reference; nor does the search find one ksuid inside another.
+    put(datastore, "e", {"Value": f"see svc://{a}", "Other": ref(a + "X", "Id")}, stack="fifth")
+
+    assert labels(datastore, stacks=frozenset({"other"})) == ["b"]
+    assert labels(datastore, targets=frozenset({"far"})) == ["c", "d"]
+    assert labels(datastore, ksuids=frozenset({a, gone})) == ["a"]  # the deleted one is not live
+    assert labels(datastore, triplets=frozenset({("fourth", ITEM, "d"), ("app", ITEM, "d")})) == ["d"]
+    [discovered] = datastore.live_resources_in(ResourceScope(labels=frozenset({(ITEM, "d")})))
+    assert not discovered.managed and discovered.properties == {"Value": "discovered"}
+    assert labels(datastore, referring_to=frozenset({a})) == ["b", "c"]
+    assert labels(datastore, stacks=frozenset({"other", "app"}), referring_to=frozenset({a})) == ["a", "b", "c"]
+    assert datastore.live_resources_in(ResourceScope()) == []
+
+
+def test_many_keys_of_each_kind_are_read_in_chunks(datastore: Datastore) -> None:
+    ksuids = put_many(datastore, [write(f"r{n}", {"Value": str(n)}, stack=f"s{n % 7}") for n in range(45)])
+    referring = put_many(datastore, [write(f"ref{n}", {"Ref": ref(ksuid, "Id")}, stack="refs")
+                                     for n, ksuid in enumerate(ksuids)])  # 45 producers: three searches
+    found = datastore.live_resources_in(ResourceScope(referring_to=frozenset(ksuids)))
+    assert sorted(r.ksuid for r in found) == sorted(referring)
+    unknown = [f"K{n:026d}" for n in range(1200)]  # three IN lists of ksuids, and of stacks
+    assert len(datastore.live_resources_in(ResourceScope(ksuids=frozenset(ksuids + unknown)))) == 45
+    assert len(datastore.live_resources_in(ResourceScope(stacks=frozenset(["s0", "s1", *unknown])))) == 14
+
+
+def outcome(planning: Any) -> Any:
+    try:
+        changeset = planning()
+    except EngineError as error:
+        return type(error).__name__, str(error)
+    return sorted((c.label, c.stack, c.operation, c.is_cascade, c.cascade_source, json.dumps(c.patch, sort_keys=True))
+                  for c in changeset.resources)
+
+
+@pytest.mark.parametrize("case", ["create", "no-op", "update", "cross-stack reference", "destroy", "cascade"])
+def test_a_plan_from_what_it_reads_is_the_plan_of_the_whole_inventory(
+        datastore: Datastore, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    # An estate no plan here needs.
+    put_many(datastore, [write(f"e{n}", {"Value": str(n)}, stack=f"estate-{n % 4}", target="far") for n in range(20)])
+    a = put(datastore, "a", {"Value": "1"})
+    put(datastore, "b", {"Ref": ref(a, "Value", "1")}, stack="other")
+    requests = {
+        "create": PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "1"}),
+                                                         resource("n", ITEM, {"Value": "new"}))),
+        "no-op": PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "1"}))),
+        "update": PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "2"}))),
+        "cross-stack reference": PlanRequest("apply", "reconcile", forma(
+            resource("c", ITEM, {"Ref": res("b", ITEM, "Ref", stack="other")}), stacks=("third",))),
+        "destroy": PlanRequest("destroy", forma=forma(resource("a", ITEM, {}))),
+        "cascade": PlanRequest("destroy", forma=forma(resource("a", ITEM, {})), on_dependents="cascade"),
+    }
+    request = requests[case]
+    read: list[str] = []
+    live_resources_in = datastore.live_resources_in
+
+    def counted(scope: ResourceScope) -> Any:
+        found = live_resources_in(scope)
+        read.extend(r.label for r in found)
+        return found
+
+    monkeypatch.setattr(datastore, "live_resources_in", counted)
+    partial = outcome(lambda: plan_from_store(datastore, request, CATALOG, {"app", "third"}, new_id))
+    assert not any(label.startswith("e") for label in read)
+    monkeypatch.setattr(inventory_reads, "WHOLE_ABOVE", -1)
+    assert partial == outcome(lambda: plan_from_store(datastore, request, CATALOG, {"app", "third"}, new_id))
