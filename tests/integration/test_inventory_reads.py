@@ -107,7 +107,18 @@ def test_a_plan_from_what_it_reads_is_the_plan_of_the_whole_inventory(
         return found
 
     monkeypatch.setattr(datastore, "live_resources_in", counted)
+    monkeypatch.setattr(inventory_reads, "SMALL_ESTATE", 0)  # this estate of 22 is read in part
     partial = outcome(lambda: plan_from_store(datastore, request, CATALOG, {"app", "third"}, new_id))
-    assert not any(label.startswith("e") for label in read)
+    assert read and not any(label.startswith("e") for label in read)
     monkeypatch.setattr(inventory_reads, "WHOLE_ABOVE", -1)
+    read.clear()
     assert partial == outcome(lambda: plan_from_store(datastore, request, CATALOG, {"app", "third"}, new_id))
+    assert not read
+
+
+def test_a_small_estate_is_read_whole(datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    put_many(datastore, [write(f"e{n}", {"Value": str(n)}, stack="estate", target="far") for n in range(20)])
+    monkeypatch.setattr(datastore, "live_resources_in", lambda scope: pytest.fail("read in part"))
+    request = PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "1"})))
+    [change] = plan_from_store(datastore, request, CATALOG, {"app"}, new_id).resources
+    assert change.operation == "create"
