@@ -3,7 +3,7 @@ the plan the whole inventory gives, or the same error; and it reads little of an
 
 Each case is planned twice: from the whole inventory, and in rounds whose reads an in-memory stand-in for
 ``Datastore.live_resources_in`` answers (the datastore's own answers are tested on every backend in
-tests/integration/test_inventory_reads.py). Each case holds, besides what it is about, an estate of resources in
+tests/integration/test_plan_reads_store.py). Each case holds, besides what it is about, an estate of resources in
 other stacks and on another target that no plan of it needs."""
 
 from __future__ import annotations
