@@ -9,17 +9,20 @@ small command pays in a large estate. Figures only; nothing is asserted.
 
     .venv/bin/python bench/big_inventory.py                        # beside 20,000
     .venv/bin/python bench/big_inventory.py --beside 20000 100000  # ~2 minutes more
+    .venv/bin/python bench/big_inventory.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 from pathlib import Path
 
+import psycopg
 from engine_cli import Cli, write_forma
-from fake_agent import start_fake_agent
+from fake_agent import postgres_datastore, start_fake_agent
 
 SIZE = 10
 
@@ -40,14 +43,19 @@ def main() -> None:
     parser.add_argument("--beside", type=int, nargs="*", default=[20_000],
                         help="inventory sizes (other resources the agent manages) to measure at, growing")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--postgres", metavar="URL",
+                        help="the agent on this PostgreSQL (postgresql://user@host:port/database), in a schema of its "
+                             "own, dropped at the end (default: SQLite in a temp dir)")
     args = parser.parse_args()
+    schema = f"svc_bench_inventory_{os.getpid()}"
     with tempfile.TemporaryDirectory(prefix="svc-bench-inventory-") as tmp:
         directory = Path(tmp)
-        agent = start_fake_agent(directory)
+        agent = start_fake_agent(directory, datastore=postgres_datastore(args.postgres, schema) if args.postgres
+                                 else None)
         cli = Cli(agent, directory / "data")
         try:
             alone = small_commands(cli, directory, "alone", args.runs)
-            print(f"{SIZE} resources, nothing else managed: "
+            print(f"on {'PostgreSQL' if args.postgres else 'SQLite'}; {SIZE} resources, nothing else managed: "
                   + ", ".join(f"{phase} {value:.3f} s" for phase, value in alone.items()), flush=True)
             held = 0
             for others in sorted(args.beside):
@@ -64,6 +72,9 @@ def main() -> None:
         finally:
             cli.close()
             agent.stop()
+            if args.postgres:
+                with psycopg.connect(args.postgres, autocommit=True) as conn:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 if __name__ == "__main__":

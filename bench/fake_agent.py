@@ -11,7 +11,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.processes import Agent, is_cli_spare, is_pkl_server, on_demand_agent  # noqa: E402
+from psycopg.conninfo import conninfo_to_dict  # noqa: E402
+
+from support.processes import (  # noqa: E402
+    Agent,
+    is_cli_spare,
+    is_pkl_server,
+    on_demand_agent,
+    postgres_datastore_block,
+)
 
 
 def start_fake_agent(directory: Path, *, plugin_config: str = "", max_retries: int | None = 5,
@@ -34,6 +42,16 @@ def start_fake_agent(directory: Path, *, plugin_config: str = "", max_retries: i
         agent.stop()
         raise
     return agent
+
+
+def postgres_datastore(url: str, schema: str) -> str:
+    """An agent config's ``datastore`` block for the PostgreSQL at ``url`` (``postgresql://user@host:port/db``), in
+    ``schema`` (the agent creates it)."""
+    params = conninfo_to_dict(url)
+    return postgres_datastore_block({
+        "host": params.get("host", "127.0.0.1"), "port": int(params.get("port", 5432)),
+        "user": params.get("user", "postgres"), "password": params.get("password", ""),
+        "database": params.get("dbname", "postgres"), "schema": schema})
 
 
 def peak_rss_mib(pid: int) -> float:

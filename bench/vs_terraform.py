@@ -68,16 +68,16 @@ import psycopg  # noqa: E402
 from fake_agent import (  # noqa: E402
     children,
     cli_server,
+    postgres_datastore,
     process_cpu,
     server_cpu,
     start_fake_agent,
     stop_cli_server,
     workers_cpu,
 )
-from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
-from support.processes import is_pkl_server, postgres_datastore_block  # noqa: E402
+from support.processes import is_pkl_server  # noqa: E402
 
 IN_FLIGHT = 64  # the FAKE plugin's default maxInFlight (plugins/fake/…/Config.pkl): Terraform's -parallelism
 PHASES = ("apply", "no-op plan", "no-op apply", "update 10%", "destroy")
@@ -224,7 +224,7 @@ class Svc(Tool):
         directory.mkdir(parents=True)
         self.postgres = postgres
         self.schema = f"svc_vs_terraform_{os.getpid()}_{directory.name}"
-        datastore = _postgres_block(postgres, self.schema) if postgres else None
+        datastore = postgres_datastore(postgres, self.schema) if postgres else None
         self.agent = start_fake_agent(directory, executable=self.svc, healthy_within=300, datastore=datastore)
         home = directory / "home"
         (home / ".config" / "svc").mkdir(parents=True)
@@ -295,15 +295,6 @@ class Svc(Tool):
         if self.postgres:
             with psycopg.connect(self.postgres, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
-
-
-def _postgres_block(url: str, schema: str) -> str:
-    """The agent config's ``datastore`` block for the PostgreSQL at ``url``, in ``schema`` (the agent creates it)."""
-    params = conninfo_to_dict(url)
-    return postgres_datastore_block({
-        "host": params.get("host", "127.0.0.1"), "port": int(params.get("port", 5432)),
-        "user": params.get("user", "postgres"), "password": params.get("password", ""),
-        "database": params.get("dbname", "postgres"), "schema": schema})
 
 
 class Terraform(Tool):
