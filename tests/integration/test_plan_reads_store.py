@@ -49,14 +49,14 @@ def test_each_kind_of_scope_reads_exactly_the_live_resources_it_names(datastore:
     # A ksuid in a plain string is no reference; nor does the search find one ksuid inside another.
     put(datastore, "e", {"Value": f"see svc://{a}", "Other": ref(a + "X", "Id")}, stack="fifth")
 
-    assert labels(datastore, stacks=frozenset({"other"})) == ["b"]
-    assert labels(datastore, targets=frozenset({"far"})) == ["c", "d"]
-    assert labels(datastore, ksuids=frozenset({a, gone})) == ["a"]  # the deleted one is not live
-    assert labels(datastore, triplets=frozenset({("fourth", ITEM, "d"), ("app", ITEM, "d")})) == ["d"]
-    [discovered] = datastore.live_resources_in(ResourceScope(labels=frozenset({(ITEM, "d")})))
+    assert labels(datastore, stacks={"other"}) == ["b"]
+    assert labels(datastore, targets={"far"}) == ["c", "d"]
+    assert labels(datastore, ksuids={a, gone}) == ["a"]  # the deleted one is not live
+    assert labels(datastore, triplets={("fourth", ITEM, "d"), ("app", ITEM, "d")}) == ["d"]
+    [discovered] = datastore.live_resources_in(ResourceScope(labels={(ITEM, "d")}))
     assert not discovered.managed and discovered.properties == {"Value": "discovered"}
-    assert labels(datastore, referring_to=frozenset({a})) == ["b", "c"]
-    assert labels(datastore, stacks=frozenset({"other", "app"}), referring_to=frozenset({a})) == ["a", "b", "c"]
+    assert labels(datastore, referring_to={a}) == ["b", "c"]
+    assert labels(datastore, stacks={"other", "app"}, referring_to={a}) == ["a", "b", "c"]
     assert datastore.live_resources_in(ResourceScope()) == []
 
 
@@ -64,11 +64,11 @@ def test_many_keys_of_each_kind_are_read_in_chunks(datastore: Datastore) -> None
     ksuids = put_many(datastore, [write(f"r{n}", {"Value": str(n)}, stack=f"s{n % 7}") for n in range(45)])
     referring = put_many(datastore, [write(f"ref{n}", {"Ref": ref(ksuid, "Id")}, stack="refs")
                                      for n, ksuid in enumerate(ksuids)])  # 45 producers: three searches
-    found = datastore.live_resources_in(ResourceScope(referring_to=frozenset(ksuids)))
+    found = datastore.live_resources_in(ResourceScope(referring_to=set(ksuids)))
     assert sorted(r.ksuid for r in found) == sorted(referring)
     unknown = [f"K{n:026d}" for n in range(1200)]  # three IN lists of ksuids, and of stacks
-    assert len(datastore.live_resources_in(ResourceScope(ksuids=frozenset(ksuids + unknown)))) == 45
-    assert len(datastore.live_resources_in(ResourceScope(stacks=frozenset(["s0", "s1", *unknown])))) == 14
+    assert len(datastore.live_resources_in(ResourceScope(ksuids=set(ksuids + unknown)))) == 45
+    assert len(datastore.live_resources_in(ResourceScope(stacks={"s0", "s1", *unknown}))) == 14
 
 
 def outcome(planning: Any) -> Any:

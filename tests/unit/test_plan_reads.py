@@ -18,7 +18,6 @@ from support.planning import CATALOG, forma, inventory, new_id, ref, res, resour
 from svc.engine.errors import EngineError
 from svc.engine.inventory_reads import plan_in_rounds
 from svc.engine.planner import Changeset, Inventory, PlanRequest, plan
-from svc.engine.planner.inventory import Reach
 from svc.model.records import ResourceScope, ResourceVersion
 
 ITEM = "T::Test::Item"
@@ -52,7 +51,7 @@ class Rounds:
         self.read_ksuids |= {r.ksuid for r in found}
         return found
 
-    def inventory_of(self, resources: list[ResourceVersion], reach: Reach) -> Inventory:
+    def inventory_of(self, resources: list[ResourceVersion], reach: ResourceScope) -> Inventory:
         return Inventory(resources, self.whole.targets, self.whole.stacks, self.whole.modifications,
                          self.whole.policies, reach=reach)
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from svc.datastore.interface import Datastore
 from svc.engine import drift
 from svc.engine.planner import Catalog, Changeset, Inventory, Modification, PlanRequest, plan
-from svc.engine.planner.inventory import Reach
 from svc.engine.planner.policies import StoredPolicies
 from svc.engine.policy_store import stored_policies
 from svc.engine.queries import PAGE
@@ -83,7 +82,7 @@ class _State:
                    {stack: _modifications(store, stack) for stack in reconcile_stacks},
                    stored_policies(store, request.forma, stacks), reaped)
 
-    def inventory(self, resources: list[ResourceVersion], reach: Reach | None) -> Inventory:
+    def inventory(self, resources: list[ResourceVersion], reach: ResourceScope | None) -> Inventory:
         return Inventory(resources, dict(self.targets), dict(self.stacks), dict(self.modifications), self.policies,
                          reach=reach)
 
@@ -97,7 +96,7 @@ def _modifications(store: Datastore, stack: str) -> list[Modification]:
 
 
 def plan_in_rounds(request: PlanRequest, catalog: Catalog, read: Callable[[ResourceScope], list[ResourceVersion]],
-                   inventory_of: Callable[[list[ResourceVersion], Reach], Inventory],
+                   inventory_of: Callable[[list[ResourceVersion], ResourceScope], Inventory],
                    new_id: Callable[[], str]) -> Changeset | None:
     """The plan made from partial inventories (``inventory_of`` the resources read so far and what they cover),
     each round reading (``read``) what the last one wanted; None when the whole inventory should be read
@@ -106,7 +105,7 @@ def plan_in_rounds(request: PlanRequest, catalog: Catalog, read: Callable[[Resou
     loaded: dict[str, ResourceVersion] = {r.ksuid: r for r in request.destroy_matches}
     _read(read, reach, loaded)
     for _ in range(_ROUNDS):
-        inventory = inventory_of(_in_inventory_order(loaded.values()), _copy(reach))
+        inventory = inventory_of(_in_inventory_order(loaded.values()), reach.copy())
 
         def minted(inventory: Inventory = inventory) -> str:
             # A resource this plan creates is stored nowhere, nor is anything referring to it.
@@ -132,10 +131,10 @@ def plan_in_rounds(request: PlanRequest, catalog: Catalog, read: Callable[[Resou
     return None
 
 
-def _first_reach(forma: Forma | None, matches: Iterable[ResourceVersion]) -> Reach:
+def _first_reach(forma: Forma | None, matches: Iterable[ResourceVersion]) -> ResourceScope:
     """What a plan of ``forma`` (or of a destroy's ``matches``) looks up first: the forma's stacks, the discovered
     resources its resources could adopt, the matched resources themselves."""
-    reach = Reach(ksuids={r.ksuid for r in matches})
+    reach = ResourceScope(ksuids={r.ksuid for r in matches})
     if forma is not None:
         reach.stacks = {r.stack for r in forma.resources}
         reach.labels = {(r.type, r.label) for r in forma.resources}
@@ -143,10 +142,10 @@ def _first_reach(forma: Forma | None, matches: Iterable[ResourceVersion]) -> Rea
     return reach
 
 
-def _read(read: Callable[[ResourceScope], list[ResourceVersion]], reach: Reach,
+def _read(read: Callable[[ResourceScope], list[ResourceVersion]], reach: ResourceScope,
           loaded: dict[str, ResourceVersion]) -> None:
     if reach:
-        for resource in read(reach.scope()):
+        for resource in read(reach):
             loaded.setdefault(resource.ksuid, resource)
 
 
@@ -155,8 +154,3 @@ def _in_inventory_order(resources: Iterable[ResourceVersion]) -> list[ResourceVe
     (a discovered (type, label) on two targets) then answer alike."""
     return sorted(resources, key=lambda r: (r.type, r.label, r.ksuid))
 
-
-def _copy(reach: Reach) -> Reach:
-    copied = Reach()
-    copied.add(reach)
-    return copied

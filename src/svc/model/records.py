@@ -87,22 +87,36 @@ class ResourceVersion:
     deleted: bool
 
 
-@dataclass(frozen=True)
+@dataclass
 class ResourceScope:
-    """Live resources a plan needs, by what they are found by (``Datastore.live_resources_in``): those in
-    ``stacks`` or on ``targets``, with one of ``ksuids``, the managed one of each (stack, type, label) of
-    ``triplets``, the discovered (unmanaged) ones of each (type, label) of ``labels``, and the managed ones whose
-    properties refer to one of ``referring_to`` (a ksuid)."""
+    """Live resources named by what they are found by (``Datastore.live_resources_in``): those in ``stacks`` or on
+    ``targets``, with one of ``ksuids``, the managed one of each (stack, type, label) of ``triplets``, the
+    discovered (unmanaged) ones of each (type, label) of ``labels``, and the managed ones whose properties refer
+    to one of ``referring_to`` (a ksuid). A partial inventory holds one scope in full and notes in another what a
+    plan asked of it beyond that (``Inventory.reach``, ``Inventory.wanted``)."""
 
-    stacks: frozenset[str] = frozenset()
-    targets: frozenset[str] = frozenset()
-    ksuids: frozenset[str] = frozenset()
-    triplets: frozenset[tuple[str, str, str]] = frozenset()
-    labels: frozenset[tuple[str, str]] = frozenset()
-    referring_to: frozenset[str] = frozenset()
+    stacks: set[str] = field(default_factory=set)
+    targets: set[str] = field(default_factory=set)
+    ksuids: set[str] = field(default_factory=set)
+    triplets: set[tuple[str, str, str]] = field(default_factory=set)
+    labels: set[tuple[str, str]] = field(default_factory=set)
+    referring_to: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return any((self.stacks, self.targets, self.ksuids, self.triplets, self.labels, self.referring_to))
+
+    def add(self, other: ResourceScope) -> None:
+        self.stacks |= other.stacks
+        self.targets |= other.targets
+        self.ksuids |= other.ksuids
+        self.triplets |= other.triplets
+        self.labels |= other.labels
+        self.referring_to |= other.referring_to
+
+    def copy(self) -> ResourceScope:
+        copied = ResourceScope()
+        copied.add(self)
+        return copied
 
 
 @dataclass(frozen=True, slots=True)

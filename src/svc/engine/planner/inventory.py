@@ -29,35 +29,6 @@ class Modification:
 
 
 @dataclass
-class Reach:
-    """What a partial inventory holds in full, or what a plan asked of one beyond that (``Inventory.wanted``):
-    the resources of these stacks and on these targets, these ksuids, these managed (stack, type, label)s, the
-    discovered resources of these (type, label)s, and the resources referring to these producers."""
-
-    stacks: set[str] = field(default_factory=set)
-    targets: set[str] = field(default_factory=set)
-    ksuids: set[str] = field(default_factory=set)
-    triplets: set[tuple[str, str, str]] = field(default_factory=set)
-    labels: set[tuple[str, str]] = field(default_factory=set)
-    referring_to: set[str] = field(default_factory=set)
-
-    def __bool__(self) -> bool:
-        return any((self.stacks, self.targets, self.ksuids, self.triplets, self.labels, self.referring_to))
-
-    def add(self, other: Reach) -> None:
-        self.stacks |= other.stacks
-        self.targets |= other.targets
-        self.ksuids |= other.ksuids
-        self.triplets |= other.triplets
-        self.labels |= other.labels
-        self.referring_to |= other.referring_to
-
-    def scope(self) -> ResourceScope:
-        return ResourceScope(frozenset(self.stacks), frozenset(self.targets), frozenset(self.ksuids),
-                             frozenset(self.triplets), frozenset(self.labels), frozenset(self.referring_to))
-
-
-@dataclass
 class Inventory:
     """Stored state as the planner looks it up. Whole (``reach`` None: every live resource), or partial: the
     resources ``reach`` says it holds in full, plus any others read with them. A lookup a partial inventory
@@ -69,7 +40,7 @@ class Inventory:
     stacks: dict[str, StackRecord] = field(default_factory=dict)
     modifications: dict[str, list[Modification]] = field(default_factory=dict)
     policies: StoredPolicies = field(default_factory=StoredPolicies)  # only what the plan's forma needs
-    reach: Reach | None = None
+    reach: ResourceScope | None = None
 
     def __post_init__(self) -> None:
         self.by_ksuid = {r.ksuid: r for r in self.resources}
@@ -77,7 +48,7 @@ class Inventory:
         self.unmanaged = {(r.type, r.label): r for r in self.resources if not r.managed}
         self._discovered = {(r.target, r.type, r.label): r for r in self.resources if not r.managed}
         self._dependents: dict[str, list[tuple[ResourceVersion, tuple[Any, ...]]]] | None = None
-        self.wanted = Reach()
+        self.wanted = ResourceScope()
 
     # -- lookups: each notes what a partial inventory could not answer for certain ---------------------------
 
