@@ -20,9 +20,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import psycopg
 from engine_cli import Cli, write_forma
-from fake_agent import postgres_datastore, start_fake_agent
+from fake_agent import drop_postgres_schema, postgres_datastore, start_fake_agent
 
 SIZE = 10
 
@@ -73,8 +72,7 @@ def main() -> None:
             cli.close()
             agent.stop()
             if args.postgres:
-                with psycopg.connect(args.postgres, autocommit=True) as conn:
-                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                drop_postgres_schema(args.postgres, schema)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import psycopg  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 
 from support.processes import (  # noqa: E402
@@ -52,6 +53,12 @@ def postgres_datastore(url: str, schema: str) -> str:
         "host": params.get("host", "127.0.0.1"), "port": int(params.get("port", 5432)),
         "user": params.get("user", "postgres"), "password": params.get("password", ""),
         "database": params.get("dbname", "postgres"), "schema": schema})
+
+
+def drop_postgres_schema(url: str, schema: str) -> None:
+    """Drops what ``postgres_datastore(url, schema)`` gave an agent."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def peak_rss_mib(pid: int) -> float:

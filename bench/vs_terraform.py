@@ -64,10 +64,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import psycopg  # noqa: E402
 from fake_agent import (  # noqa: E402
     children,
     cli_server,
+    drop_postgres_schema,
     postgres_datastore,
     process_cpu,
     server_cpu,
@@ -293,8 +293,7 @@ class Svc(Tool):
         self.agent.stop()
         stop_cli_server(self.runtime)
         if self.postgres:
-            with psycopg.connect(self.postgres, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+            drop_postgres_schema(self.postgres, self.schema)
 
 
 class Terraform(Tool):
