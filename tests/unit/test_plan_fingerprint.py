@@ -69,6 +69,24 @@ def test_a_consumer_of_a_changed_producer_fingerprints_the_value_it_would_get() 
         first, planned(keep, inventory(moved_producer, consumer)))}
 
 
+def test_fingerprints_stay_those_an_earlier_svc_made_so_a_plan_saved_before_still_applies() -> None:
+    # Digests made by svc 0.1.0 (the standard library's JSON text); the same plan must give the same ones, with
+    # text beyond ASCII, a DEL, an integer beyond 64 bits, nested maps and a reference to a new producer.
+    odd = {"Value": "café € 😀 \x7f end", "Ratio": 0.25,
+           "Nested": {"z": [1, None, True], "é": {"b": "x", "a": "y"}}}
+    entries = planned(forma(resource("a", ITEM, odd), resource("b", ITEM, {"Value": "new", "Ref": res("c", ITEM, "Id")}),
+                            resource("c", ITEM, {"Value": "c", "Count": 2**70}),
+                            resource("s", BUCKET, {"Name": "n", "ApiKey": "key-1"})),
+                      inventory(
+        stored("K1", ITEM, "a", {"Value": "old"}), stored("K9", ITEM, "gone", {"Value": "x"})))
+    assert {key: value for key, value in entries.items() if key.startswith("resource")} == {
+        "resource app/T::Test::Item/a": "update:1ef9718d82382d84714f2887db0e802d",
+        "resource app/T::Test::Item/b": "create:321da56793f8b8adbb3b2d704ee60b1c",
+        "resource app/T::Test::Item/c": "create:d8c43efccb646bc698ea21886dd8fdf0",
+        "resource app/T::Storage::Bucket/s": "create:807b785360fd3dae5ebb86f6724b0cc0",
+        "resource app/T::Test::Item/gone": "delete:0792630abfadf3dc638ce9a2c29ff4a5"}
+
+
 def test_a_saved_plans_forma_holds_its_secrets_sealed_and_only_this_agents_key_opens_them() -> None:
     sealer = Sealer(Fernet.generate_key())
     original = forma(resource("s", BUCKET, {"Name": "n", "ApiKey": "key-1", "Version": "v"}),

@@ -16,10 +16,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from svc.engine.planner.changeset import Changeset, ResourceChange
 
 Fingerprint = dict[str, str]
-_REF = re.compile(r"svc://([0-9A-Za-z]+)#")
+_REF = re.compile(rb"svc://([0-9A-Za-z]+)#")
+# Dates and dataclasses go to ``default`` as ``json`` sends them, not written orjson's way.
+_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_NOT_ASCII = re.compile(rb"[\x7f-\xff]+")  # DEL, and whole UTF-8 sequences (their bytes are all >= 0x80)
 _MINTED = ("ksuid", "group_id")  # fresh per plan
 
 
@@ -54,7 +59,9 @@ def _resource_entries(shown: Sequence[ResourceChange]) -> dict[str, tuple[str, l
     grouped: dict[str, tuple[str, list[Any]]] = {}
     for change in shown:
         key = f"resource {change.handle}"
-        document = {name: value for name, value in change.to_json().items() if name not in _MINTED}
+        document = change.to_json()  # a new dict each time
+        for name in _MINTED:
+            del document[name]
         operation, documents = grouped.get(key, ("", []))
         documents.append(document)
         grouped[key] = ("replace" if change.group_id else change.operation, documents)
@@ -62,10 +69,31 @@ def _resource_entries(shown: Sequence[ResourceChange]) -> dict[str, tuple[str, l
 
 
 def _digest(document: Any, handles: Mapping[str, str]) -> str:
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
-    # A reference names its producer by ksuid, minted afresh when the producer is new: by its handle instead.
-    text = _REF.sub(lambda found: f"svc://{handles.get(found.group(1), found.group(1))}#", text)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    text = _canonical(document)
+    if b"svc://" in text:
+        # A reference names its producer by ksuid, minted afresh when the producer is new: by its handle instead.
+        text = _REF.sub(lambda found: b"svc://%s#" % _handle(found.group(1), handles), text)
+    return hashlib.sha256(text).hexdigest()[:32]
+
+
+def _handle(ksuid: bytes, handles: Mapping[str, str]) -> bytes:
+    return handles.get(ksuid.decode(), ksuid.decode()).encode()
+
+
+def _canonical(document: Any) -> bytes:
+    """The document as ``json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)`` writes it, the
+    text fingerprints were first made of (so a plan saved before still matches, but for a float orjson writes
+    otherwise, as ``0.00001`` for ``1e-05``), several times faster: orjson, its UTF-8 escaped as ``json`` escapes
+    what is not ASCII. Fingerprinting a simulation's 10,000 changes with ``json`` took a quarter of it."""
+    try:
+        text = orjson.dumps(document, default=str, option=_OPTIONS)
+    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits, which only ``json`` writes
+        return json.dumps(document, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return text if text.isascii() and b"\x7f" not in text else _NOT_ASCII.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[bytes]) -> bytes:
+    return json.dumps(found.group().decode())[1:-1].encode()
 
 
 def moved(expected: Mapping[str, str], actual: Mapping[str, str]) -> list[dict[str, str]]:
