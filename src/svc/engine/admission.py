@@ -1,7 +1,7 @@
 """Admission: an apply or destroy planned, checked, stored and started.
 
-Admission runs under one lock so two commands can never both pass the conflict check; planning and SQL
-run off the event loop. A command is stored InProgress with its updates, then launched (``runs``); the
+Admission runs under one lock so two commands can never both pass the conflict check; planning (with the
+plan's graph and its changes as shown) and SQL run off the event loop, which keeps answering meanwhile. A command is stored InProgress with its updates, then launched (``runs``); the
 answer waits until its first plugin calls went out.
 """
 
