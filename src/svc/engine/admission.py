@@ -1,8 +1,9 @@
 """Admission: an apply or destroy planned, checked, stored and started.
 
 Admission runs under one lock so two commands can never both pass the conflict check; planning (with the
-plan's graph and its changes as shown) and SQL run off the event loop, which keeps answering meanwhile. A command is stored InProgress with its updates, then launched (``runs``); the
-answer waits until its first plugin calls went out.
+plan's graph and its changes as shown) and storing (with the update records) run off the event loop, which keeps
+answering meanwhile. A command is stored InProgress with its updates, then launched (``runs``); the answer waits
+until its first plugin calls went out.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from svc.engine.sealing import Sealer
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest, StoredCommand, Submission
 from svc.ids import new_id
 from svc.model.forma import Forma
-from svc.model.records import CommandRecord, ResourceUpdateRecord, TargetWrite, every_item
+from svc.model.records import CommandRecord, TargetWrite, every_item
 from svc.model.states import CommandState, UpdateState
 
 log = logging.getLogger("svc.engine")
@@ -127,13 +128,11 @@ class Admission:
             planned = await self._check_plan(changeset, shown, expected, simulate)
             if simulate:
                 return Submission(command_id, changeset, shown, fingerprint=planned)
-            records = UpdateRecords(command_id, changeset.resources, shown, self.sealer)
             # Stored as InProgress: it starts as soon as it is stored, and a separate write of that state would
             # stand between storing the command and its first plugin call.
             command = self._record(command_id, changeset, request.force, caller, description,
                                    state=CommandState.IN_PROGRESS)
-            await asyncio.to_thread(self._store_command, command, records, changeset)
-            nodes = {change.key: Node(change, UpdateData()) for change in changeset.resources}
+            nodes = await asyncio.to_thread(self._store_command, command, changeset, shown)
             run = self.runs.launch(command_id, graph, nodes, command)
             if any(target.starts_discovery for target in changeset.targets):
                 self._discover_after(command_id)
@@ -187,11 +186,14 @@ class Admission:
         self.store.put_command(replace(command, state=CommandState.SUCCESS, end_ts=command.start_ts),
                                stacks=changeset.reconciled)
 
-    def _store_command(self, command: CommandRecord, records: Sequence[ResourceUpdateRecord],
-                       changeset: Changeset) -> None:
-        """The command with its stacks, targets and policies, in one transaction, unless another command still
-        changes its stacks (``ConflictingCommands``): all of it is stored, or none (an agent stopped meanwhile
-        leaves no stack or target of a command it never stored), and nothing is stored between the check and it."""
+    def _store_command(self, command: CommandRecord, changeset: Changeset, shown: Sequence[ResourceChange]
+                       ) -> dict[str, Node]:
+        """The command with its updates (its changes as ``shown``), stacks, targets and policies, in one
+        transaction, unless another command still changes its stacks (``ConflictingCommands``): all of it is stored,
+        or none (an agent stopped meanwhile leaves no stack or target of a command it never stored), and nothing is
+        stored between the check and it. Answers the command's nodes to execute. On a worker thread, with the
+        records and the nodes made there: for 100,000 changes they took the event loop ~0.3 s."""
+        records = UpdateRecords(command.id, changeset.resources, shown, self.sealer)
 
         def work() -> None:
             self._refuse_conflicts(changeset.stack_labels)
@@ -210,6 +212,7 @@ class Admission:
             self.store.put_command(command, records, stacks=changeset.reconciled)
 
         self.store.atomically(work)
+        return {change.key: Node(change, UpdateData()) for change in changeset.resources}
 
     async def _refuse_reaped_targets(self, forma: Forma) -> None:
         """Resources on a reaped target that the forma does not declare again: refused (409 TargetReaped)."""

@@ -42,6 +42,9 @@ from svc.telemetry import traced_operation
 log = logging.getLogger("svc.engine")
 STOPPED = "canceled before it changed anything"
 ABANDONED = "abandoned by a forced cancel during its plugin call; what the call made is recorded if it completes"
+# Changes started at the command's start between two turns of the event loop: each start's first step runs in the
+# next turn, and the 10,000 roots of a 100,000-resource forma started at once held the loop ~0.7 s, answering nothing.
+_STARTS_PER_TURN = 1_000
 
 
 @dataclass
@@ -114,9 +117,15 @@ class CommandRun:
         for key, node in self.nodes.items():
             if node.state in TERMINAL_UPDATE_STATES and node.state != UpdateState.SUCCESS:
                 await self._fail_downstream(key)
+        started = 0
         for key in sorted(self.nodes):
-            if self.nodes[key].state not in TERMINAL_UPDATE_STATES and not self._waiting[key]:
+            # Not one a dependent start began meanwhile (``_start_dependents``, while this yields below).
+            if self.nodes[key].state not in TERMINAL_UPDATE_STATES and not self._waiting[key] \
+                    and key not in self.running:
                 self._start(key)
+                started += 1
+                if started % _STARTS_PER_TURN == 0:
+                    await asyncio.sleep(0)
 
     def _start_dependents(self, key: str) -> None:
         """Starts each dependent of ``key`` (which succeeded, its end queued for writing) that now waits for
