@@ -39,20 +39,21 @@ def test_killing_the_plugin_mid_apply_restarts_it_and_the_command_completes_once
             break
         time.sleep(0.02)
     else:
-        raise AssertionError(f"the creates never got in flight: {states}")
+        raise AssertionError(f"the creates never got in flight: {states}\n{world.agent.output()[-4000:]}")
     os.kill(before["process"]["pid"], signal.SIGKILL)
     world.cloud.clear_knobs("hang")
 
     final = world.wait_terminal(command_id, timeout=60)
-    assert final["State"] == "Success", final
-    items = world.cloud_labels("FAKE::Test::Item")
-    assert sorted(item["properties"]["Value"] for item in items.values()) == [f"v{n}" for n in range(6)]
-    tokens = [call["token"] for call in world.cloud.calls("create")]
-    assert len(tokens) == len(set(tokens)) == 6  # each create reached the cloud exactly once
-    after = plugin_info(world, "FAKE")
-    assert after["process"]["restarts"] == 1 and after["process"]["pid"] != before["process"]["pid"]
     log = world.agent.output()
-    assert "exited with code -9" in log and "never arrived; sending it again with the same token" in log
+    seen = f"agent log (its end):\n{log[-4000:]}"  # what a failure under load needs to be understood
+    assert final["State"] == "Success", (final, seen)
+    items = world.cloud_labels("FAKE::Test::Item")
+    assert sorted(item["properties"]["Value"] for item in items.values()) == [f"v{n}" for n in range(6)], seen
+    tokens = [call["token"] for call in world.cloud.calls("create")]
+    assert len(tokens) == len(set(tokens)) == 6, (tokens, seen)  # each create reached the cloud exactly once
+    after = plugin_info(world, "FAKE")
+    assert after["process"]["restarts"] == 1 and after["process"]["pid"] != before["process"]["pid"], (after, seen)
+    assert "exited with code -9" in log and "never arrived; sending it again with the same token" in log, seen
     inventory = world.inventory()
     assert sorted(inventory) == [f"i{n}" for n in range(6)]
     assert {r["NativeID"] for r in inventory.values()} == set(items)
