@@ -119,13 +119,13 @@ class CommandRun:
                 await self._fail_downstream(key)
         started = 0
         for key in sorted(self.nodes):
-            # Not one a dependent start began meanwhile (``_start_dependents``, while this yields below).
-            if self.nodes[key].state not in TERMINAL_UPDATE_STATES and not self._waiting[key] \
-                    and key not in self.running:
-                self._start(key)
-                started += 1
-                if started % _STARTS_PER_TURN == 0:
-                    await asyncio.sleep(0)
+            # A change already running was started by its producer's end (``_start_dependents``) while this yielded.
+            if key in self.running or self.nodes[key].state in TERMINAL_UPDATE_STATES or self._waiting[key]:
+                continue
+            self._start(key)
+            started += 1
+            if started % _STARTS_PER_TURN == 0:
+                await asyncio.sleep(0)
 
     def _start_dependents(self, key: str) -> None:
         """Starts each dependent of ``key`` (which succeeded, its end queued for writing) that now waits for

@@ -77,7 +77,8 @@ def _digest(document: Any, handles: Mapping[str, str]) -> str:
 
 
 def _handle(ksuid: bytes, handles: Mapping[str, str]) -> bytes:
-    return handles.get(ksuid.decode(), ksuid.decode()).encode()
+    text = ksuid.decode()
+    return handles.get(text, text).encode()
 
 
 def _canonical(document: Any) -> bytes:
