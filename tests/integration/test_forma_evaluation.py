@@ -4,6 +4,7 @@ the CLI evaluates a forma once, flags and all."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from pathlib import Path
@@ -142,6 +143,44 @@ def test_a_missing_required_flag_is_the_error_whatever_the_forma_makes_of_it(wri
     assert failing != COUNTED
     code, error, _ = svc_eval(write_pkl("main.pkl", failing), caplog=caplog, capsys=capsys)
     assert (code, error) == (1, "Error: Missing option '--owner'.\n")
+
+
+REFERENCES = """\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@local/local.pkl" as lcl
+import "@local/fs.pkl"
+
+local dir = new fs.Directory { label = "d"; path = "d" }
+/// Not in the forma, so no stack of its own to complete its references with.
+local elsewhere = new fs.Directory { label = "elsewhere"; path = "e" }
+
+forma {
+  new svc.Stack { label = "site" }
+  new svc.Target { label = "home"; config = new lcl.Config { root = "/tmp/svc-forma-evaluation" } }
+  dir
+  new fs.File { label = "in"; path = "d/in.txt"; content = dir.res.path }
+  new fs.File { label = "out"; path = "out.txt"; content = elsewhere.res.path }
+  new fs.File { label = "bare"; path = "bare.txt"; content = new svc.Resolvable { label = "d"; property = "Path" } }
+  new fs.File { label = "span"; path = "span.txt"; content = "at \\(new svc.Resolvable { label = "d" })" }
+}
+"""
+
+
+def test_a_reference_renders_the_members_it_has_and_its_stack_from_the_forma(write_pkl) -> None:
+    """A reference's envelope is a map built once per reference (an object converted to a map took an eighth of
+    evaluating a forma of 100,000 chained resources): a member it does not have is left out, not rendered null,
+    and the stack of a resource the forma declares is filled in."""
+    document = evaluate_document(write_pkl("refs.pkl", REFERENCES), {"$cmd": "eval", "$mode": "reconcile"})
+    content = {r["Label"]: r["Properties"]["Content"] for r in document["Resources"] if r["Label"] != "d"}
+    envelope = {"$res": True, "$label": "d", "$type": "LOCAL::FS::Directory", "$stack": "site",
+                "$property": "Path", "$visibility": "Clear"}
+    assert content["in"] == envelope
+    assert content["out"] == {key: value for key, value in envelope.items() if key != "$stack"} | {"$label": "elsewhere"}
+    assert content["bare"] == {"$res": True, "$label": "d", "$property": "Path", "$visibility": "Clear"}
+    prefix, span = content["span"].split("\x1e")
+    assert prefix == "at " and json.loads(base64.b64decode(span.rstrip("\x1f"))) == {
+        "$res": True, "$label": "d", "$visibility": "Clear"}
 
 
 def test_a_package_class_is_derived_once_then_kept_with_the_same_forma_json(write_pkl, tmp_path, monkeypatch) -> None:
