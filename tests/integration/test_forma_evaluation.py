@@ -168,7 +168,7 @@ forma {
 
 
 def test_a_reference_renders_the_members_it_has_and_its_stack_from_the_forma(write_pkl) -> None:
-    """A reference's envelope is a map built once per reference (an object converted to a map took an eighth of
+    """A reference's envelope is a map built in one call (an object converted to a map took a twentieth of
     evaluating a forma of 100,000 chained resources): a member it does not have is left out, not rendered null,
     and the stack of a resource the forma declares is filled in."""
     document = evaluate_document(write_pkl("refs.pkl", REFERENCES), {"$cmd": "eval", "$mode": "reconcile"})

@@ -45,6 +45,11 @@ def describe(plugin: InstalledPlugin) -> Json:
     return dict(_describe(plugin))
 
 
-def installed_listing() -> list[Json]:
-    """Every installed plugin, by namespace."""
-    return [describe(plugin) for plugin in installed_plugins()]
+def installed_listing(name: str | None = None) -> list[Json]:
+    """Every installed plugin, by namespace. With ``name``, only the plugin of that namespace (any case) when one
+    has it, else every plugin, for the caller to match their manifests' names: describing a plugin extracts its
+    schema until that is cached, which for the full AWS package takes seconds (15 on a loaded machine)."""
+    plugins = installed_plugins()
+    if name is not None:
+        plugins = [plugin for plugin in plugins if plugin.namespace.lower() == name.lower()] or plugins
+    return [describe(plugin) for plugin in plugins]

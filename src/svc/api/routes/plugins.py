@@ -36,10 +36,12 @@ _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")  # PEP 508: a 
 _URL_SCHEMES = ("http", "https", "file")
 
 
-async def _installed(request: Request) -> list[dict[str, Any]]:
+async def _installed(request: Request, name: str | None = None) -> list[dict[str, Any]]:
+    """The installed plugins as listed (``installed_listing``: with ``name``, only the one it names when it can tell)
+    with their processes."""
     running = deps.service(request).plugin_processes()
     plugins = []
-    for plugin in await deps.in_thread(installed_listing):
+    for plugin in await deps.in_thread(installed_listing, name):
         process = running.get(plugin["namespace"].upper())
         if process is None:
             plugin.setdefault("loadStatus", "disabled")
@@ -86,7 +88,7 @@ async def plugins(request: Request, scope: str = "installed", q: str = "", categ
 
 @router.get("/plugins/{name}", summary="One installed plugin, by name or namespace.")
 async def plugin(request: Request, name: str) -> JSONResponse:
-    for found in await _installed(request):
+    for found in await _installed(request, name):
         if name.lower() in (found["name"].lower(), found["namespace"].lower()):
             return JSONResponse({"plugin": found})
     raise HttpProblem(404, {"error": "PluginNotFound", "data": {"Name": name},
