@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -80,3 +81,39 @@ def test_too_old_is_still_refused_from_the_cache(home: Path, tmp_path: Path, mon
         with pytest.raises(binary.PklBinaryError, match=r"Pkl 0\.25\.3 .* too old"):
             binary.find_pkl()
     binary.find_pkl.cache_clear()
+
+
+def test_a_binary_is_run_without_its_compiler_when_it_starts_limited(home: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = tmp_path / "runs"
+    pkl = fake_pkl(tmp_path / "pkl", "0.30.2", runs)
+    monkeypatch.delenv(binary.JIT_VARIABLE, raising=False)
+    assert binary.interpreter_only(pkl)
+    monkeypatch.setenv(binary.JIT_VARIABLE, "on")
+    assert not binary.interpreter_only(pkl)
+    assert runs_of(runs) == 1  # probed once, the answer kept with the version
+
+
+def test_a_binary_that_does_not_start_limited_is_run_as_it_is(home: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Pkl that needs more address space (the JVM's, another build) keeps running, with its compiler."""
+    runs = tmp_path / "runs"
+    pkl = tmp_path / "pkl"
+    pkl.write_text(f"#!/bin/sh\necho run >> '{runs}'\n[ \"$(ulimit -v)\" = unlimited ] || exit 33\n"
+                   "echo 'Pkl 0.30.2 (Linux, native)'\n")
+    pkl.chmod(pkl.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.delenv(binary.JIT_VARIABLE, raising=False)
+    assert binary._version_of(pkl) == (0, 30, 2)
+    assert not binary.interpreter_only(pkl)
+    assert runs_of(runs) == 2  # once limited, once as it is; then from the cache
+
+
+def test_an_entry_kept_by_an_earlier_svc_is_probed_again(home: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    pkl = fake_pkl(tmp_path / "pkl", "0.30.2", runs)
+    key, stamp = binary._identity(pkl)
+    cache = home / ".cache" / "svc"
+    cache.mkdir(parents=True)
+    (cache / "pkl-versions.json").write_text(json.dumps({key: {"stamp": stamp, "version": [0, 30, 2]}}))
+    assert binary.interpreter_only(pkl)
+    assert runs_of(runs) == 1

@@ -16,6 +16,7 @@ follows the evaluation (the agent's work) needs: so a lent server runs only whil
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import logging
@@ -32,7 +33,7 @@ from typing import Any, TypeVar
 
 import msgpack
 
-from svc.pkl.binary import PklBinaryError, find_pkl
+from svc.pkl.binary import PklBinaryError, address_space_limiter, find_pkl, interpreter_only
 from svc.pkl.kept_evaluators import MAX_KEPT_ANSWER, KeptEvaluators, evaluated_uri, plain_uri
 from svc.pkl.readers import ModuleReader, ResourceReader
 
@@ -119,8 +120,17 @@ class EvaluationRequest:
 
 
 def _start_process(binary: Path, *, dies_with_parent: bool = False) -> subprocess.Popen[bytes]:
+    """``pkl server``, without its JIT compiler unless the user keeps it (``svc.pkl.binary.interpreter_only``)."""
+    steps = [_die_with_parent] if dies_with_parent else []
+    if interpreter_only(binary):
+        steps.append(address_space_limiter())
     return subprocess.Popen([str(binary), "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent if dies_with_parent else None)
+                            stderr=subprocess.DEVNULL, preexec_fn=functools.partial(_run_all, steps) if steps else None)
+
+
+def _run_all(steps: list[Callable[[], None]]) -> None:
+    for step in steps:
+        step()
 
 
 def _die_with_parent() -> None:
@@ -132,10 +142,11 @@ def _die_with_parent() -> None:
         pass
 
 
-def _identity(binary: Path) -> tuple[str, int, int]:
-    """The binary as it is now: a server started from it before an upgrade runs the old one."""
+def _identity(binary: Path) -> tuple[str, int, int, bool]:
+    """The binary as it is now (a server started from it before an upgrade runs the old one), and whether it runs
+    without its compiler (``$SVC_PKL_JIT`` of the process that started it)."""
     stat = binary.stat()
-    return str(binary), stat.st_ino, stat.st_mtime_ns
+    return str(binary), stat.st_ino, stat.st_mtime_ns, interpreter_only(binary)
 
 
 @dataclass
@@ -144,7 +155,7 @@ class Lendable:
     (``borrow_shared_server``); it runs only while a borrower uses it."""
 
     process: subprocess.Popen[bytes]
-    binary: tuple[str, int, int]
+    binary: tuple[str, int, int, bool]
     evaluators: KeptEvaluators = field(default_factory=KeptEvaluators)  # as the last borrower left them
 
     @classmethod
