@@ -146,6 +146,21 @@ def test_a_borrower_using_another_pkl_binary_keeps_to_its_own(lendable: Lendable
         find_pkl.cache_clear()
 
 
+def test_a_borrower_that_keeps_pkls_compiler_keeps_to_its_own_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lent server runs without Pkl's compiler (its lender's setting); a command run with ``SVC_PKL_JIT=on``
+    evaluates in a server of its own, which has it."""
+    monkeypatch.delenv("SVC_PKL_JIT", raising=False)
+    lendable = Lendable.start()
+    try:
+        monkeypatch.setenv("SVC_PKL_JIT", "on")
+        assert not pkl_server.borrow_shared_server(lendable)
+        monkeypatch.delenv("SVC_PKL_JIT")
+        assert pkl_server.borrow_shared_server(lendable)
+        pkl_server.give_back_shared_server()
+    finally:
+        lendable.close()
+
+
 def test_the_lenders_choice_of_binary_is_not_kept_for_its_borrowers(lendable: Lendable) -> None:
     """The CLI server starts the Pkl server it lends before it forks its workers, which choose their binary in the
     command's environment ($SVC_PKL): the lender's choice is not left cached for them."""
