@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from support.earlier_release import store_as_earlier_release
 from svc.config.model import DatastoreConfig
 from svc.datastore import ConflictError, open_datastore
 from svc.datastore.migrate import head_revision, migrate
@@ -27,7 +28,8 @@ def test_upgrade_keys_native_ids_by_target(datastore_config_for_backend: Datasto
     try:
         assert isinstance(store, SqlDatastore)
         migrate(store.engine, schema=_schema_of(datastore_config_for_backend), revision="0005")
-        first = store.store_resource(_site("quickstart", "home"))
+        first = _site("quickstart", "home")
+        store_as_earlier_release(store, first)
 
         result = migrate(store.engine, schema=_schema_of(datastore_config_for_backend))
         assert (result.before, result.after) == ("0005", head_revision())

@@ -173,11 +173,13 @@ def test_a_new_stack_without_resources_and_one_known_only_by_its_resources() -> 
     assert_same_plan(apply(forma(resource("x", ITEM, {"Value": "2"}, stack="rowless"), stacks=()), "patch"), whole)
 
 
-def test_an_update_of_more_producers_than_a_search_takes_reads_the_whole_inventory() -> None:
+def test_an_update_of_hundreds_of_producers_reads_their_referrers_by_key() -> None:
+    # Before the datastore indexed references, more than 200 producers read the whole inventory instead.
     stored_items = [stored(f"K{n:04d}", ITEM, f"i{n}", {"Value": "old"}) for n in range(250)]
-    whole = estate(*stored_items)
-    request = apply(forma(*(resource(f"i{n}", ITEM, {"Value": "new"}) for n in range(250))))
-    assert Rounds(whole).plan(request) is None
+    whole = estate(*stored_items, stored("R", ITEM, "r", {"Ref": ref("K0249", "Value", "old")}, stack="other"),
+                   stacks=("app", "other"))
+    rounds = assert_same_plan(apply(forma(*(resource(f"i{n}", ITEM, {"Value": "new"}) for n in range(250)))), whole)
+    assert "R" in rounds.read_ksuids and not rounds.read_ksuids & {r.ksuid for r in ESTATE}
 
 
 def test_the_whole_inventory_is_not_a_partial_one() -> None:

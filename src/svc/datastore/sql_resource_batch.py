@@ -10,13 +10,14 @@ database ingested ~100 versions/s. Here a chunk is:
 2. the rules of ``store_resource`` applied in order in memory, each write seeing the ones before it;
 3. the changes: read-only updates in place, one compare-and-swap UPDATE demoting every superseded head
    (rolled back and retried if a concurrent writer moved one), and one ``executemany`` INSERT of the new
-   versions (psycopg pipelines it; the Data API driver splits it under its request cap).
+   versions (psycopg pipelines it; the Data API driver splits it under its request cap), then one of their
+   references (``resource_references``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,10 +25,19 @@ import sqlalchemy as sa
 from svc.datastore.bulk import BulkStatement
 from svc.datastore.errors import ConflictError
 from svc.datastore.sql_base import Retry, now, successor
-from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_REAPED, HEAD_TOMBSTONE, head_is, resources
+from svc.datastore.tables import (
+    HEAD_LIVE,
+    HEAD_OLD,
+    HEAD_REAPED,
+    HEAD_TOMBSTONE,
+    head_is,
+    resource_references,
+    resources,
+)
 from svc.ids import new_id
 from svc.model.native_ids import NativeKey, native_key
 from svc.model.records import ResourceWrite, StoreOutcome
+from svc.model.values import iter_refs, split_uri
 
 r = resources
 Row = dict[str, Any]
@@ -40,6 +50,7 @@ _SET_READ_ONLY = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version
                                      head_is(r.c.head, HEAD_LIVE))
                   .values(read_only_properties=sa.bindparam("ro", type_=r.c.read_only_properties.type)))
 _INSERT = BulkStatement(sa.insert(r))
+_INSERT_REFERENCES = BulkStatement(sa.insert(resource_references))
 # Built once, with expanding lists: building a statement per batch (and its cache key) cost more than running it.
 HEADS_BY_KSUID = sa.select(r).where(r.c.head > sa.literal_column("0"),
                                     r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
@@ -52,6 +63,12 @@ OWNERS_BY_NATIVE_ID = sa.select(r).where(head_is(r.c.head, HEAD_LIVE),
                                          r.c.native_id.in_(sa.bindparam("native_ids", expanding=True)))
 _DEMOTE = (sa.update(r).where(r.c.head > sa.literal_column("0"), r.c.ksuid.in_(sa.bindparam("ksuids", expanding=True)))
            .values(head=HEAD_OLD).returning(r.c.ksuid, r.c.version))
+
+
+def references_of(row: Mapping[str, Any]) -> list[Row]:
+    """The ``resource_references`` rows of a version about to be stored: one per resource its properties refer to."""
+    producers = {split_uri(ref["$ref"])[0] for _, ref in iter_refs(row["properties"])}
+    return [{"producer": producer, "ksuid": row["ksuid"], "version": row["version"]} for producer in sorted(producers)]
 
 
 def tombstone_values(row: Row) -> Row:
@@ -160,7 +177,7 @@ class ChunkWriter:
             if self.owners.get(key) is head:
                 del self.owners[key]
         row = {"ksuid": ksuid, "version": version, "head": head_value, "operation": operation,
-               "command_id": self.command_id, "valid_from": now(), **values}
+               "command_id": self.command_id, "valid_from": now(), "references_indexed": True, **values}
         self.pending[id(row)] = row
         self.heads[ksuid] = row
         if head_value == HEAD_LIVE and row["native_id"] is not None:
@@ -169,7 +186,7 @@ class ChunkWriter:
 
     def flush(self) -> None:
         """Writes the chunk's changes: in-place updates first (they must see their rows still live), then the
-        demotions (which free the unique indexes), then the new versions."""
+        demotions (which free the unique indexes), then the new versions and their references."""
         for ksuid, version, read_only in self.read_only_updates:
             if self.conn.execute(_SET_READ_ONLY, {"k": ksuid, "v": version, "ro": read_only}).rowcount != 1:
                 raise Retry("resource changed while updating read-only properties")
@@ -179,7 +196,11 @@ class ChunkWriter:
             if sorted((row.ksuid, row.version) for row in demoted) != sorted(self.demotes.items()):
                 raise Retry("resource head moved")
         if self.pending:
-            _INSERT.execute(self.conn, list(self.pending.values()))
+            rows = list(self.pending.values())
+            _INSERT.execute(self.conn, rows)
+            references = [reference for row in rows for reference in references_of(row)]
+            if references:
+                _INSERT_REFERENCES.execute(self.conn, references)
 
 
 class AnalyzeSchedule:

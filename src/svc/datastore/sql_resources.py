@@ -11,13 +11,14 @@ from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import Query
 from svc.datastore.query_sql import conditions, matcher
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
-from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, tombstone_values
-from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resources
+from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, references_of, tombstone_values
+from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resource_references, resources
 from svc.ids import new_id
 from svc.model.records import Page, ResourceScope, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
 from svc.model.values import URI_SCHEME
 
 r = resources
+x = resource_references
 
 _TEXT_FIELDS = {
     "stack": matcher(r.c.stack),
@@ -34,7 +35,7 @@ _ALL_VERSIONS_ORDER = (r.c.ksuid, r.c.version)
 _SUMMARY_COLUMNS = (r.c.ksuid, r.c.type, r.c.label, r.c.stack, r.c.target, r.c.native_id, r.c.managed)
 _BATCH = 500  # writes per transaction in store_resources
 _IN_LIST = 500  # values per IN list of ``live_resources_in`` (SQLite's bound parameters are limited)
-_REFERRING = 20  # producers per text search of ``live_resources_in``: one scan of the live rows each
+_REFERRING = 20  # producers per text search of ``live_resources_in``: one scan of the unindexed live rows each
 
 # Built once: the write path runs these for every stored version, and building statements costs more CPU
 # than executing them.
@@ -45,6 +46,13 @@ _SELECT_BY_NATIVE_ID = sa.select(r).where(r.c.target == sa.bindparam("target"), 
 _DEMOTE = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
                               r.c.head == sa.bindparam("h")).values(head=HEAD_OLD))
 _INSERT = sa.insert(r)
+_INSERT_REFERENCES = sa.insert(resource_references)
+_REFERRERS = (sa.select(r).select_from(r.join(x, sa.and_(x.c.ksuid == r.c.ksuid, x.c.version == r.c.version)))
+              .where(head_is(r.c.head, HEAD_LIVE), r.c.managed.is_(True)))
+# Literally the partial index's predicate (``ix_resources_unindexed``), which SQLite needs to use it.
+_UNINDEXED = sa.select(r).where(head_is(r.c.head, HEAD_LIVE), r.c.references_indexed == sa.literal_column("false"),
+                                r.c.managed.is_(True))
+_ANY_UNINDEXED = _UNINDEXED.with_only_columns(r.c.ksuid).limit(1)
 
 
 def version_of_row(row: sa.Row[Any]) -> ResourceVersion:
@@ -147,8 +155,11 @@ class ResourceStore(SqlBase):
             demoted = conn.execute(_DEMOTE, {"k": ksuid, "v": head.version, "h": head.head})
             if demoted.rowcount != 1:
                 raise Retry("resource head moved")
-        conn.execute(_INSERT, {"ksuid": ksuid, "version": version, "head": head_value, "operation": operation,
-                               "command_id": command_id, "valid_from": now(), **values})
+        row = {"ksuid": ksuid, "version": version, "head": head_value, "operation": operation,
+               "command_id": command_id, "valid_from": now(), "references_indexed": True, **values}
+        conn.execute(_INSERT, row)
+        if references := references_of(row):
+            conn.execute(_INSERT_REFERENCES, references)
         return version
 
     # -- current-state reads -----------------------------------------------------------------------------
@@ -213,15 +224,21 @@ class ResourceStore(SqlBase):
                    for chunk in _chunks(scope.triplets, _IN_LIST)]
         wheres += [r.c.managed.is_(False) & sa.tuple_(r.c.type, r.c.label).in_(chunk)
                    for chunk in _chunks(scope.labels, _IN_LIST)]
-        # A reference is stored as {"$ref": "svc://<ksuid>#/<path>"}: its text names the producer. The search reads
-        # every live row's properties in the database, not in Python (no index of references is kept).
+        statements = [sa.select(r).where(live, where) for where in wheres]
+        # The referrers: by the index of references, and among the live versions an agent of an earlier release
+        # wrote without indexing theirs (none once every agent is of this one), by their properties' text, where
+        # a reference {"$ref": "svc://<ksuid>#/<path>"} names its producer.
+        statements += [_REFERRERS.where(x.c.producer.in_(chunk)) for chunk in _chunks(scope.referring_to, _IN_LIST)]
         text = sa.cast(r.c.properties, sa.Text)
-        wheres += [managed & sa.or_(*(text.contains(f"{URI_SCHEME}{ksuid}#", autoescape=True) for ksuid in chunk))
-                   for chunk in _chunks(scope.referring_to, _REFERRING)]
+        searches = [_UNINDEXED.where(sa.or_(*(text.contains(f"{URI_SCHEME}{ksuid}#", autoescape=True)
+                                              for ksuid in chunk)))
+                    for chunk in _chunks(scope.referring_to, _REFERRING)]
         found: dict[str, ResourceVersion] = {}
         with self.read() as conn:
-            for where in wheres:
-                for row in conn.execute(sa.select(r).where(live, where)):
+            if searches and conn.execute(_ANY_UNINDEXED).first() is not None:
+                statements += searches
+            for statement in statements:
+                for row in conn.execute(statement):
                     found.setdefault(row.ksuid, version_of_row(row))
         return list(found.values())
 

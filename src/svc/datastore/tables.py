@@ -83,6 +83,10 @@ resources = sa.Table(
     sa.Column("document", Json, nullable=False),
     sa.Column("command_id", Key, nullable=True),
     sa.Column("valid_from", UtcDateTime, nullable=False),
+    # Whether this version's references are in ``resource_references`` (migration 0011). False by default, so that
+    # a version written by an agent of an earlier release (a rolling deployment) says it is not, and the search
+    # for its referrers reads its properties instead.
+    sa.Column("references_indexed", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("uq_resources_head", "ksuid", unique=True, **_partial("head > 0")),
     # Identity: the same native id on another target is another resource (migration 0006 added the target).
     sa.Index("uq_resources_native_id", "target", "type", "native_id", unique=True,
@@ -93,7 +97,20 @@ resources = sa.Table(
     sa.Index("ix_resources_live_stack", "stack", "type", "label", "ksuid", **_partial("head = 1")),
     sa.Index("ix_resources_live_target", "target", **_partial("head = 1")),
     sa.Index("ix_resources_stack_valid_from", "stack", "valid_from"),
+    # The live versions whose references are not indexed: none once every agent writing is of this release. Keyed by
+    # the flag itself, so that SQLite searches it rather than scan another partial index of the live rows.
+    sa.Index("ix_resources_unindexed", "references_indexed", **_partial("head = 1 AND references_indexed = false")),
     # No index on command_id: no query reads versions by the command that wrote them (migration 0009 dropped it).
+)
+
+# Each resource version's references, by the resource they refer to: a plan finds the live resources that refer to
+# what it changes by this key instead of reading every live resource's properties. Written with the version, in
+# its transaction; a version's references never change (its properties do not), so rows are only ever added.
+resource_references = sa.Table(
+    "resource_references", metadata,
+    sa.Column("producer", Key, primary_key=True),
+    sa.Column("ksuid", Key, primary_key=True),
+    sa.Column("version", Key, primary_key=True),
 )
 
 stacks = sa.Table(

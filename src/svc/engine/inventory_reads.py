@@ -15,8 +15,9 @@ The whole inventory is still read where the partial one would cost more: an esta
 ``SMALL_ESTATE`` resources beyond twice what the plan names (a later round, planning again and searching for
 referrers, costs more than reading a few hundred rows: on a fresh agent an update of a tenth of 1,000 took 0.52 s
 in rounds against 0.40 whole), a forma of more than ``WHOLE_ABOVE`` resources (its stacks are most of what is
-read anyway), a round that asks for the referrers of more than ``_SEARCHED_PRODUCERS`` producers (each search
-reads every live row's properties in the database), or a plan still asking after ``_ROUNDS`` rounds.
+read anyway), or a plan still asking after ``_ROUNDS`` rounds. The referrers of any number of producers are
+read in rounds: the datastore looks them up in its index of references (before it had one, a round asking for
+those of more than 200 producers read the whole inventory instead, each search reading every live row).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from svc.model.records import ResourceScope, ResourceVersion, StackRecord, Targe
 
 WHOLE_ABOVE = 1_000
 SMALL_ESTATE = 500
-_SEARCHED_PRODUCERS = 200
 _ROUNDS = 8
 
 
@@ -124,8 +124,6 @@ def plan_in_rounds(request: PlanRequest, catalog: Catalog, read: Callable[[Resou
             if not inventory.wanted:
                 return changeset
         wanted = inventory.wanted
-        if len(wanted.referring_to) > _SEARCHED_PRODUCERS:
-            return None
         _read(read, wanted, loaded)
         reach.add(wanted)
     return None
