@@ -329,6 +329,9 @@ def test_counts(datastore: Datastore) -> None:
     assert datastore.count_resources(target="t1") == 1
     assert datastore.count_resources(stack="dev") == 1
     assert datastore.count_resources(managed=False) == 0
+    # Counted no further than asked: whether there are more than N costs N rows, not the estate.
+    assert [datastore.count_resources(up_to=n) for n in (0, 1, 2, 3)] == [0, 1, 2, 2]
+    assert datastore.count_resources(target="t2", up_to=5) == 1
 
 
 def test_batched_writes_follow_the_same_rules(datastore: Datastore) -> None:

@@ -53,6 +53,9 @@ def test_each_kind_of_scope_reads_exactly_the_live_resources_it_names(datastore:
     assert labels(datastore, targets={"far"}) == ["c", "d"]
     assert labels(datastore, ksuids={a, gone}) == ["a"]  # the deleted one is not live
     assert labels(datastore, triplets={("fourth", ITEM, "d"), ("app", ITEM, "d")}) == ["d"]
+    # Each column is looked up in a list of its own: other/b has a wanted stack and a wanted label, not a wanted pair.
+    assert labels(datastore, triplets={("other", ITEM, "a"), ("fourth", ITEM, "b")}) == []
+    assert labels(datastore, labels={(ITEM, "d"), ("T::Other::Kind", "x")}) == ["d"]
     [discovered] = datastore.live_resources_in(ResourceScope(labels={(ITEM, "d")}))
     assert not discovered.managed and discovered.properties == {"Value": "discovered"}
     assert labels(datastore, referring_to={a}) == ["b", "c"]

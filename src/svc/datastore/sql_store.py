@@ -34,10 +34,10 @@ class SqlDatastore(ChangeBatchStore, ResourceStore, CatalogStore, ReapingStore, 
 
         def work(conn: sa.Connection) -> bool:
             for label in emptied_targets:
-                if not self._count_resources_in(conn, target=label):
+                if not self._count_resources_in(conn, target=label, up_to=1):
                     self._delete_target_in(conn, label)
             for label in emptied_stacks:
-                if not self._count_resources_in(conn, stack=label):
+                if not self._count_resources_in(conn, stack=label, up_to=1):
                     self._delete_stack_in(conn, label, command_id)
             return state is not None and self._set_command_state_in(conn, command_id, state, end_ts=end_ts)
 

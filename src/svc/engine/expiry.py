@@ -75,7 +75,7 @@ class StackExpirer(PeriodicJob):
 
     async def _expire(self, stack: StackRecord, ttl: Effective, sweep: Sweep) -> None:
         store = self.engine.store
-        if await asyncio.to_thread(store.count_resources, stack=stack.label) == 0:
+        if await asyncio.to_thread(store.count_resources, stack=stack.label, up_to=1) == 0:
             if await asyncio.to_thread(store.delete_stack, stack.label):
                 log.info("stack %s expired (TTL policy %s) and was empty: deleted", stack.label, ttl.record.label)
                 sweep.expired_stacks.append(stack.label)

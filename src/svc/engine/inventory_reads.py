@@ -45,7 +45,8 @@ def plan_from_store(store: Datastore, request: PlanRequest, catalog: Catalog, re
     with store.snapshot():  # one consistent view of what is stored, read in one transaction
         state = _State.read(store, request, reconcile_stacks)
         named = len(request.forma.resources) if request.forma is not None else len(request.destroy_matches)
-        if named <= WHOLE_ABOVE and store.count_resources() > SMALL_ESTATE + 2 * named:
+        small = SMALL_ESTATE + 2 * named
+        if named <= WHOLE_ABOVE and store.count_resources(up_to=small + 1) > small:
             changeset = plan_in_rounds(request, catalog, store.live_resources_in,
                                        lambda resources, reach: state.inventory(resources + state.reaped, reach),
                                        new_id)

@@ -80,6 +80,6 @@ class TargetReaper(PeriodicJob):
                     "declare the target again to recover them", target.label, target.namespace,
                     reap.unreachable_seconds, target.last_error_code or "unknown", reap.resource_count)
         for stack in reap.stacks:
-            if stack != UNMANAGED_STACK and self.store.count_resources(stack=stack) == 0:
+            if stack != UNMANAGED_STACK and self.store.count_resources(stack=stack, up_to=1) == 0:
                 self.store.delete_stack(stack)
 

@@ -41,7 +41,7 @@ def _entry(item: Drifted, names: ReferenceNames) -> wire.DriftedResource:
 
 
 def _drift(store: Datastore, stack: str) -> wire.StackDriftView | None:
-    if store.get_stack(stack) is None and not store.count_resources(stack=stack):
+    if store.get_stack(stack) is None and not store.count_resources(stack=stack, up_to=1):
         return None
     names = ReferenceNames(store)
     return wire.StackDriftView(ModifiedResources=[_entry(item, names) for item in drift(store, stack)])
