@@ -4,7 +4,7 @@ one: a scan would grow with the command, and the search for a resource's referre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -99,16 +99,9 @@ def test_the_referrers_of_a_resource_are_looked_up_by_key(store: SqlDatastore) -
     producer = store.store_resource(item("p", {"Value": "1"})).ksuid
     store.store_resources([item(f"c{n}", {"Ref": {"$ref": f"svc://{producer}#/Value"}}) for n in range(20)])
     store_as_earlier_release(store, item("old", {"Ref": {"$ref": f"svc://{producer}#/Value"}}))
-    executed: list[tuple[str, Any]] = []
-    sa.event.listen(store.engine, "before_cursor_execute",
-                    lambda conn, cursor, statement, parameters, *_: executed.append((statement, parameters)))
-    assert len(store.live_resources_in(ResourceScope(referring_to={producer}))) == 21
-    plans = []
-    for statement, parameters in executed:
-        if statement.startswith("SELECT"):
-            with store.engine.connect() as conn:
-                rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
-                plans.append(" / ".join(row[-1] for row in rows))
+    found: list[Any] = []
+    plans = _plans_of_reads(store, lambda: found.extend(store.live_resources_in(ResourceScope(referring_to={producer}))))
+    assert len(found) == 21
     assert len(plans) == 3, plans  # is any version unindexed, the index of references, the unindexed ones' text
     assert all("SCAN" not in plan for plan in plans), plans
     assert any("resource_references" in plan and "(producer=?)" in plan for plan in plans), plans
@@ -118,18 +111,34 @@ def test_the_referrers_of_a_resource_are_looked_up_by_key(store: SqlDatastore) -
 def test_what_a_plan_looks_up_by_label_is_searched_in_an_index(store: SqlDatastore) -> None:
     # A row value (``(type, label) IN (...)``) is looked up in no index by SQLite: the search for the discovered
     # resources a forma of 10 could adopt scanned every live row, 13 ms of each plan beside 100,000 others.
-    executed: list[tuple[str, Any]] = []
-    sa.event.listen(store.engine, "before_cursor_execute",
-                    lambda conn, cursor, statement, parameters, *_: executed.append((statement, parameters)))
     item = "T::Test::Item"
-    store.live_resources_in(ResourceScope(triplets={("app", item, f"a{n}") for n in range(10)}))
-    store.live_resources_in(ResourceScope(labels={(item, f"a{n}") for n in range(10)}))
-    plans = []
-    for statement, parameters in executed:
-        if statement.startswith("SELECT"):
-            with store.engine.connect() as conn:
-                rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
-                plans.append(" / ".join(row[-1] for row in rows))
+
+    def look_up() -> None:
+        store.live_resources_in(ResourceScope(triplets={("app", item, f"a{n}") for n in range(10)}))
+        store.live_resources_in(ResourceScope(labels={(item, f"a{n}") for n in range(10)}))
+
+    plans = _plans_of_reads(store, look_up)
     assert len(plans) == 2, plans
     assert "USING INDEX ix_resources_live_stack (stack=? AND type=? AND label=?)" in plans[0], plans
     assert "USING INDEX ix_resources_live_order (type=? AND label=?)" in plans[1], plans
+
+
+def _plans_of_reads(store: SqlDatastore, action: Callable[[], None]) -> list[str]:
+    """SQLite's plan of each SELECT ``action`` runs, in order."""
+    executed: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        executed.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        action()
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+    plans = []
+    with store.engine.connect() as conn:
+        for statement, parameters in executed:
+            if statement.startswith("SELECT"):
+                rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+                plans.append(" / ".join(row[-1] for row in rows))
+    return plans
