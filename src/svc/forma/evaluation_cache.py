@@ -102,11 +102,8 @@ class EvaluationCache:
         return None
 
     def _kept(self, path: Path, properties: Mapping[str, str]) -> dict[str, Any] | None:
-        written = _writing.get(path)
-        if written is not None:
-            written.join()
         try:
-            entry = jsontext.loads(path.read_bytes())
+            entry = jsontext.loads(_settled(path).read_bytes())
             if entry.get("Format") != _FORMAT or entry.get("Inputs") != self._inputs(properties):
                 return None
             for file, digest in entry["Files"].items():
@@ -206,9 +203,18 @@ def _file_digest(path: Path) -> str:
     return _digest(path.read_bytes())
 
 
+def _settled(path: Path) -> Path:
+    """``path``, once the write of it this process may have under way has ended (the command before, in a CLI
+    server: read unwritten, its kept evaluation was missed, or looked outdated and Pkl was started for nothing)."""
+    writing = _writing.get(path)
+    if writing is not None:
+        writing.join()
+    return path
+
+
 def _written(path: Path) -> int:
     try:
-        return path.stat().st_mtime_ns
+        return _settled(path).stat().st_mtime_ns
     except OSError:
         return -1
 
