@@ -99,6 +99,20 @@ def test_a_no_op_reads_its_stack_alone() -> None:
     assert len(rounds.reads) == 1 and rounds.read_ksuids == {"K1"}
 
 
+@pytest.mark.parametrize("command", ["patch", "destroy"])
+def test_a_patch_or_a_destroy_reads_what_its_forma_names_not_the_whole_stack(command: str) -> None:
+    # A patch of 10 in a stack of 100,000 read the whole stack first (2.5 s); only a reconcile deletes what its forma
+    # does not name in its stacks. A name the forma gives as an alias is what a renamed resource is found by.
+    whole = estate(stored("K1", ITEM, "a", {"Value": "1"}), stored("K2", ITEM, "was-b", {"Value": "1"}),
+                   stored("K3", ITEM, "c", {"Ref": ref("K1", "Value", "1")}),
+                   *(stored(f"S{n}", ITEM, f"s{n}", {"Value": "other"}) for n in range(20)))
+    named = forma(resource("a", ITEM, {"Value": "2"}), resource("b", ITEM, {"Value": "1"}, alias="was-b"))
+    request = apply(named, "patch") if command == "patch" else PlanRequest("destroy", forma=named)
+    rounds = assert_same_plan(request, whole)
+    assert rounds.read_ksuids == {"K1", "K2", "K3"}  # K3 as a's referrer
+    assert not rounds.reads[0].stacks
+
+
 def test_an_update_reads_what_refers_to_it_in_other_stacks() -> None:
     whole = estate(stored("N", "T::Net::Network", "net", {"Cidr": "10.0.0.0/16"}, read_only={"NetworkId": "n-1"}),
                    stored("S", "T::Net::Subnet", "sub", {"NetworkId": ref("N", "NetworkId", "n-1"), "Cidr": "c"},
