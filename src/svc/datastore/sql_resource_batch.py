@@ -71,6 +71,13 @@ def references_of(row: Mapping[str, Any]) -> list[Row]:
     return [{"producer": producer, "ksuid": row["ksuid"], "version": row["version"]} for producer in sorted(producers)]
 
 
+def insert_references(conn: sa.Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Stores the references of the versions ``rows`` insert (``references_of``), in ``conn``'s transaction."""
+    references = [reference for row in rows for reference in references_of(row)]
+    if references:
+        _INSERT_REFERENCES.execute(conn, references)
+
+
 def tombstone_values(row: Row) -> Row:
     """A tombstone keeps the identifying columns (readable history) and drops the state."""
     return {"type": row["type"], "label": row["label"], "stack": row["stack"], "target": row["target"],
@@ -198,9 +205,7 @@ class ChunkWriter:
         if self.pending:
             rows = list(self.pending.values())
             _INSERT.execute(self.conn, rows)
-            references = [reference for row in rows for reference in references_of(row)]
-            if references:
-                _INSERT_REFERENCES.execute(self.conn, references)
+            insert_references(self.conn, rows)
 
 
 class AnalyzeSchedule:

@@ -11,7 +11,7 @@ from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import Query
 from svc.datastore.query_sql import conditions, matcher
 from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
-from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, references_of, tombstone_values
+from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, insert_references, tombstone_values
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resource_references, resources
 from svc.ids import new_id
 from svc.model.records import Page, ResourceScope, ResourceSummary, ResourceVersion, ResourceWrite, StoreOutcome
@@ -48,7 +48,6 @@ _SELECT_BY_NATIVE_ID = sa.select(r).where(r.c.target == sa.bindparam("target"), 
 _DEMOTE = (sa.update(r).where(r.c.ksuid == sa.bindparam("k"), r.c.version == sa.bindparam("v"),
                               r.c.head == sa.bindparam("h")).values(head=HEAD_OLD))
 _INSERT = sa.insert(r)
-_INSERT_REFERENCES = sa.insert(resource_references)
 _REFERRERS = (sa.select(r).select_from(r.join(x, sa.and_(x.c.ksuid == r.c.ksuid, x.c.version == r.c.version)))
               .where(head_is(r.c.head, HEAD_LIVE), r.c.managed.is_(True)))
 # Literally the partial index's predicate (``ix_resources_unindexed``), which SQLite needs to use it.
@@ -160,8 +159,7 @@ class ResourceStore(SqlBase):
         row = {"ksuid": ksuid, "version": version, "head": head_value, "operation": operation,
                "command_id": command_id, "valid_from": now(), "references_indexed": True, **values}
         conn.execute(_INSERT, row)
-        if references := references_of(row):
-            conn.execute(_INSERT_REFERENCES, references)
+        insert_references(conn, [row])
         return version
 
     # -- current-state reads -----------------------------------------------------------------------------
