@@ -22,19 +22,28 @@ _RESOURCES = sa.table(
 
 
 def store_as_earlier_release(store: SqlDatastore, *writes: ResourceWrite) -> list[str]:
-    """Stores each write, in one transaction, as the current version of its resource (``write.ksuid``, else a new
-    one), the current one demoted; answers their ksuids."""
-    ksuids = []
+    """Stores each write, in one transaction, as the current version of its resource (``write.ksuid``, its current
+    version demoted, else a new one: those in one statement); answers their ksuids."""
+    ksuids, created = [], []
     res = _RESOURCES.c
     with store.engine.begin() as conn:
         for write in writes:
-            ksuid = write.ksuid or new_id()
-            demoted = conn.execute(sa.update(_RESOURCES).where(res.ksuid == ksuid, res.head == 1).values(head=0))
-            conn.execute(sa.insert(_RESOURCES), {
-                "ksuid": ksuid, "version": new_id(), "head": 1, "operation": "update" if demoted.rowcount else "create",
-                "type": write.type, "label": write.label, "stack": write.stack, "target": write.target,
-                "native_id": write.native_id, "managed": write.managed, "properties": dict(write.properties),
-                "read_only_properties": dict(write.read_only_properties), "document": dict(write.document),
-                "command_id": None, "valid_from": datetime.now(UTC)})
-            ksuids.append(ksuid)
+            row = _row(write, write.ksuid or new_id())
+            if write.ksuid:
+                demoted = conn.execute(sa.update(_RESOURCES).where(res.ksuid == write.ksuid, res.head == 1)
+                                       .values(head=0))
+                conn.execute(sa.insert(_RESOURCES), {**row, "operation": "update" if demoted.rowcount else "create"})
+            else:
+                created.append(row)
+            ksuids.append(row["ksuid"])
+        if created:
+            conn.execute(sa.insert(_RESOURCES), created)
     return ksuids
+
+
+def _row(write: ResourceWrite, ksuid: str) -> dict[str, object]:
+    return {"ksuid": ksuid, "version": new_id(), "head": 1, "operation": "create", "type": write.type,
+            "label": write.label, "stack": write.stack, "target": write.target, "native_id": write.native_id,
+            "managed": write.managed, "properties": dict(write.properties),
+            "read_only_properties": dict(write.read_only_properties), "document": dict(write.document),
+            "command_id": None, "valid_from": datetime.now(UTC)}
