@@ -125,3 +125,22 @@ def test_a_small_estate_is_read_whole(datastore: Datastore, monkeypatch: pytest.
     request = PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "1"})))
     [change] = plan_from_store(datastore, request, CATALOG, {"app"}, new_id).resources
     assert change.operation == "create"
+
+
+def test_a_small_forma_in_an_estate_of_a_few_hundred_reads_what_it_names(
+        datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read whole, 250 other resources cost a plan of one resource several times what its rounds cost.
+    put_many(datastore, [write(f"e{n}", {"Value": str(n)}, stack="estate", target="far") for n in range(250)])
+    read: list[str] = []
+    live_resources_in = datastore.live_resources_in
+
+    def counted(scope: ResourceScope) -> Any:
+        found = live_resources_in(scope)
+        read.extend(r.label for r in found)
+        return found
+
+    monkeypatch.setattr(datastore, "live_resources_in", counted)
+    monkeypatch.setattr(datastore, "list_resources", lambda **_: pytest.fail("the whole inventory was read"))
+    request = PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "1"})))
+    [change] = plan_from_store(datastore, request, CATALOG, {"app"}, new_id).resources
+    assert change.operation == "create" and not any(label.startswith("e") for label in read)
