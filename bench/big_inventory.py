@@ -4,10 +4,11 @@ Terraform plans one workspace's state, whatever other workspaces hold; svc's age
 inventory. This prints what a 10-resource forma in a stack of its own costs through the real CLI and agent (the
 FAKE plugin at zero latency): the apply, the no-op plan (``--simulate``) and the destroy, each the median of
 ``--runs`` fresh formas, first on an agent that holds nothing else, then beside each of ``--beside`` other
-resources (chains of 10 in one other stack, applied once). A figure that grows with the others is a cost every
-small command pays in a large estate. Figures only; nothing is asserted.
+resources (chains of 10 in one other stack, applied once), then beside each of ``--stacks`` other stacks (one
+resource each, a target for every ten). A figure that grows with the others is a cost every small command pays
+in a large estate. Figures only; nothing is asserted.
 
-    .venv/bin/python bench/big_inventory.py                        # beside 20,000
+    .venv/bin/python bench/big_inventory.py                        # beside 20,000 resources, then 2,000 stacks
     .venv/bin/python bench/big_inventory.py --beside 20000 100000  # ~2 minutes more
     .venv/bin/python bench/big_inventory.py --postgres postgresql://postgres@127.0.0.1:5432/postgres
 """
@@ -24,6 +25,22 @@ from engine_cli import Cli, write_forma
 from fake_agent import drop_postgres_schema, postgres_datastore, start_fake_agent
 
 SIZE = 10
+STACKS = """\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@fake/fake.pkl"
+import "@fake/test/item.pkl"
+
+forma {{
+  for (t in IntSeq(0, {targets} - 1)) {{
+    new svc.Target {{ label = "{name}-\\(t)"; config = new fake.Config {{ path = "{cloud}-\\(t)" }} }}
+  }}
+  for (s in IntSeq(0, {stacks} - 1)) {{
+    new svc.Stack {{ label = "{name}-\\(s)" }}
+    new item.Item {{ label = "m-\\(s)"; stack = "{name}-\\(s)"; target = "{name}-\\(s % {targets})"; value = "x" }}
+  }}
+}}
+"""
 
 
 def small_commands(cli: Cli, directory: Path, tag: str, runs: int) -> dict[str, float]:
@@ -41,6 +58,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--beside", type=int, nargs="*", default=[20_000],
                         help="inventory sizes (other resources the agent manages) to measure at, growing")
+    parser.add_argument("--stacks", type=int, nargs="*", default=[2_000],
+                        help="then numbers of other stacks (one resource each) to measure beside, growing")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--postgres", metavar="URL",
                         help="the agent on this PostgreSQL (postgresql://user@host:port/database), in a schema of its "
@@ -68,6 +87,16 @@ def main() -> None:
                 print(f"{SIZE} resources beside {others:,} others: " + ", ".join(
                     f"{phase} {value:.3f} s ({value / alone[phase]:.1f}×)" for phase, value in beside.items()),
                     flush=True)
+            for stacks in sorted(args.stacks):
+                forma = directory / f"stacks-{stacks}.pkl"  # a forma of its own each: they add up
+                forma.write_text(STACKS.format(name=f"stacks-{stacks}", stacks=stacks, targets=max(stacks // 10, 1),
+                                               cloud=directory / f"cloud-stacks-{stacks}"))
+                took = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait").seconds
+                print(f"        ({stacks} other stacks applied in {took:.1f} s)", flush=True)
+                beside = small_commands(cli, directory, f"stacks-{stacks}", args.runs)
+                print(f"{SIZE} resources beside {stacks:,} other stacks and their {max(stacks // 10, 1):,} targets: "
+                      + ", ".join(f"{phase} {value:.3f} s ({value / alone[phase]:.1f}×)"
+                                  for phase, value in beside.items()), flush=True)
         finally:
             cli.close()
             agent.stop()

@@ -166,3 +166,23 @@ def test_deleting_a_reaped_target_ends_its_resources(datastore: Datastore) -> No
     assert history.deleted and history.operation == "delete"
     datastore.put_target(TargetWrite("eu", "FAKE", {}))  # a new target of that name brings nothing back
     assert datastore.get_resource(resource.ksuid) is None
+
+
+def test_targets_and_stacks_are_read_by_label_reaped_targets_included(datastore: Datastore) -> None:
+    datastore.put_target(TargetWrite("eu", "FAKE", {}, reap_kind="after", reap_after_seconds=100))
+    datastore.put_target(TargetWrite("gone", "FAKE", {}))
+    datastore.delete_target("gone")
+    datastore.store_resource(bucket("a"))
+    assert datastore.reap_target("eu", unreachable_for(datastore, "eu", 120), threshold=100, at=at(121)) is not None
+    labels = [f"t-{n:03d}" for n in range(600)]  # more than one IN list
+    for label in labels[::30]:
+        datastore.put_target(TargetWrite(label, "FAKE", {"Path": label}))
+        datastore.create_stack(label)
+    datastore.create_stack("deleted")
+    datastore.delete_stack("deleted")
+    found = datastore.targets_named([*labels, "eu", "gone", "nope"])
+    assert sorted(t.label for t in found) == sorted([*labels[::30], "eu"])
+    assert {t.label: t.health_state for t in found}["eu"] == "reaped"
+    assert {t.label: t.config for t in found}["t-330"] == {"Path": "t-330"}
+    assert sorted(s.label for s in datastore.stacks_named([*labels, "deleted", "nope"])) == labels[::30]
+    assert datastore.targets_named([]) == [] and datastore.stacks_named(set()) == []

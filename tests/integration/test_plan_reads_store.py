@@ -5,17 +5,18 @@ reading little of an estate its forma does not touch."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from support.planning import CATALOG, TYPES, forma, new_id, ref, res, resource
+from support.planning import CATALOG, TARGET_CONFIG, TYPES, forma, new_id, ref, res, resource
 from svc.datastore import Datastore
 from svc.engine import inventory_reads
 from svc.engine.errors import EngineError
 from svc.engine.inventory_reads import plan_from_store
 from svc.engine.planner import PlanRequest
-from svc.model.records import ResourceScope, ResourceWrite
+from svc.model.records import ResourceScope, ResourceWrite, TargetWrite
 
 ITEM = "T::Test::Item"
 
@@ -144,3 +145,48 @@ def test_a_small_forma_in_an_estate_of_a_few_hundred_reads_what_it_names(
     request = PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "1"})))
     [change] = plan_from_store(datastore, request, CATALOG, {"app"}, new_id).resources
     assert change.operation == "create" and not any(label.startswith("e") for label in read)
+
+
+def test_a_small_forma_reads_the_stacks_and_targets_it_needs_not_every_one(
+        datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read whole, 3,000 stacks cost a plan of 10 resources ~30 ms.
+    for n in range(20):
+        datastore.create_stack(f"s{n}")
+        datastore.put_target(TargetWrite(f"t{n}", "T", {"Path": f"/t{n}"}))
+    put_many(datastore, [write(f"e{n}", {"Value": str(n)}, stack=f"s{n % 20}", target=f"t{n % 20}")
+                         for n in range(150)])
+    request = PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Ref": res("e7", ITEM, "Value", stack="s7")})))
+
+    def shape(changeset: Any) -> Any:
+        return (sorted((c.label, c.stack, c.operation, c.target, c.namespace, json.dumps(c.target_config),
+                        json.dumps(c.desired, sort_keys=True)) for c in changeset.resources),
+                [(t.label, t.operation) for t in changeset.targets], [(s.label, s.operation) for s in changeset.stacks])
+
+    asked: dict[str, set[str]] = {"stacks": set(), "targets": set()}
+    with monkeypatch.context() as patched:
+        for kind in asked:
+            named = getattr(datastore, f"{kind}_named")
+            patched.setattr(datastore, f"{kind}_named",
+                            lambda labels, kind=kind, named=named: asked[kind].update(labels) or named(labels))
+            patched.setattr(datastore, f"list_{kind}", lambda *_, **__: pytest.fail("every stack or target was read"))
+        partial = shape(plan_from_store(datastore, request, CATALOG, {"app"}, new_id))
+    assert asked == {"stacks": {"app", "s7"}, "targets": {"main", "t7"}}
+    monkeypatch.setattr(inventory_reads, "WHOLE_ABOVE", -1)
+    assert partial == shape(plan_from_store(datastore, request, CATALOG, {"app"}, new_id))
+
+
+def test_a_reaped_target_declared_again_brings_its_resources_back_when_read_in_part(
+        datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    datastore.put_target(TargetWrite("main", "T", TARGET_CONFIG, reap_kind="after", reap_after_seconds=60))
+    put(datastore, "a", {"Value": "1"})
+    for seconds in (0, 30, 60, 90):
+        datastore.observe_target("main", reachable=False, at=at + timedelta(seconds=seconds), max_gap=60)
+    target = datastore.get_target("main")
+    assert target is not None and datastore.reap_target("main", target.incarnation_id, threshold=60,
+                                                        at=at + timedelta(seconds=91)) is not None
+    put_many(datastore, [write(f"e{n}", {"Value": str(n)}, stack="estate", target="far") for n in range(120)])
+    request = PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "2"})))
+    monkeypatch.setattr(datastore, "list_resources", lambda **_: pytest.fail("the whole inventory was read"))
+    [change] = plan_from_store(datastore, request, CATALOG, {"app"}, new_id).resources
+    assert (change.label, change.operation) == ("a", "update")

@@ -6,7 +6,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +37,7 @@ _LOCK = sa.text("SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FRO
                 "(SELECT unnest(CAST(:keys AS text[])) AS k ORDER BY 1) AS keys")
 
 _REPEATABLE_READ = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+IN_LIST = 500  # values per IN list of a lookup by keys (SQLite's bound parameters are limited)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,13 @@ def successor(version: str) -> str:
 
 # The engines' JSON columns go through the fast codec (the SQLAlchemy default is ``json.dumps``/``loads``).
 JSON_CODEC: dict[str, Any] = {"json_serializer": jsontext.dumps, "json_deserializer": jsontext.loads}
+
+
+def in_chunks(keys: Iterable[Any], size: int = IN_LIST) -> Iterator[list[Any]]:
+    """``keys`` in order, in lists of at most ``size``: one IN list of a lookup by keys each."""
+    ordered = sorted(keys)
+    for start in range(0, len(ordered), size):
+        yield ordered[start:start + size]
 
 
 def json_value(value: Any) -> Any:

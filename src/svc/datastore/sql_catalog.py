@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -10,7 +11,7 @@ from svc.datastore.errors import ConflictError, NotFoundError
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import FieldKind, QueryFields, parse_query
 from svc.datastore.query_sql import conditions, matcher
-from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
+from svc.datastore.sql_base import Retry, SqlBase, in_chunks, json_value, now, successor
 from svc.datastore.sql_reaping import HEALTH_COLUMNS, forget_reaped_resources, revive_resources
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, policies, stack_policies, stacks, targets
 from svc.ids import new_id
@@ -123,6 +124,12 @@ class CatalogStore(SqlBase):
         with self.read() as conn:
             return _LIVE_STACKS.page(conn, list_name="stacks", cursor=cursor, limit=limit, convert=_stack)
 
+    def stacks_named(self, labels: Iterable[str]) -> list[StackRecord]:
+        """The live stacks among ``labels``, read by key (a plan's few, not every stack of the estate)."""
+        with self.read() as conn:
+            return [_stack(row) for chunk in in_chunks(set(labels))
+                    for row in conn.execute(sa.select(s).where(head_is(s.c.head, HEAD_LIVE), s.c.label.in_(chunk)))]
+
     def _live_stack(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
         return conn.execute(_LIVE_STACK, {"label": label}).first()
 
@@ -193,6 +200,12 @@ class CatalogStore(SqlBase):
         with self.read() as conn:
             row = self._live_target(conn, label)
         return _target(row) if row is not None else None
+
+    def targets_named(self, labels: Iterable[str]) -> list[TargetRecord]:
+        """The live targets among ``labels``, reaped ones included, read by key."""
+        with self.read() as conn:
+            return [_target(row) for chunk in in_chunks(set(labels))
+                    for row in conn.execute(_LIVE_TARGETS.where(t.c.label.in_(chunk)))]
 
     def list_targets(self, where: TargetFilter | None = None, *, cursor: str | None = None,
                      limit: int = DEFAULT_PAGE_SIZE) -> Page[TargetRecord]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from svc.datastore.paging import DEFAULT_PAGE_SIZE, PagedQuery, paginate
 from svc.datastore.query import Query
 from svc.datastore.query_sql import conditions, matcher
-from svc.datastore.sql_base import Retry, SqlBase, json_value, now, successor
+from svc.datastore.sql_base import Retry, SqlBase, in_chunks, json_value, now, successor
 from svc.datastore.sql_resource_batch import AnalyzeSchedule, ChunkWriter, insert_references, tombstone_values
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, resource_references, resources
 from svc.ids import new_id
@@ -36,7 +36,6 @@ _TRIPLET = (r.c.stack, r.c.type, r.c.label)  # a managed resource's identity in 
 _LABEL = (r.c.type, r.c.label)  # what a discovered resource is adopted by
 _SUMMARY_COLUMNS = (r.c.ksuid, r.c.type, r.c.label, r.c.stack, r.c.target, r.c.native_id, r.c.managed)
 _BATCH = 500  # writes per transaction in store_resources
-_IN_LIST = 500  # values per IN list of ``live_resources_in`` (SQLite's bound parameters are limited)
 _REFERRING = 20  # producers per text search of ``live_resources_in``: one scan of the unindexed live rows each
 
 # Built once: the write path runs these for every stored version, and building statements costs more CPU
@@ -220,9 +219,9 @@ class ResourceStore(SqlBase):
         # Each statement with the keys its rows must have, when it reads more than those.
         statements: list[tuple[sa.Select[Any], _Keys | None]] = []
         for column, keys in ((r.c.stack, scope.stacks), (r.c.target, scope.targets), (r.c.ksuid, scope.ksuids)):
-            statements += [(sa.select(r).where(live, column.in_(chunk)), None) for chunk in _chunks(keys, _IN_LIST)]
+            statements += [(sa.select(r).where(live, column.in_(chunk)), None) for chunk in in_chunks(keys)]
         for where, columns, keys in ((managed, _TRIPLET, scope.triplets), (~managed, _LABEL, scope.labels)):
-            for chunk in _chunks(keys, _IN_LIST):
+            for chunk in in_chunks(keys):
                 # An IN list per column, the rows of other combinations left out here: SQLite looks a row value
                 # (``(type, label) IN (...)``) up in no index, and scanned every live row for it (13 ms at 100,000).
                 lists = [column.in_(sorted({key[n] for key in chunk})) for n, column in enumerate(columns)]
@@ -231,11 +230,11 @@ class ResourceStore(SqlBase):
         # wrote without indexing theirs (none once every agent is of this one), by their properties' text, where
         # a reference {"$ref": "svc://<ksuid>#/<path>"} names its producer.
         statements += [(_REFERRERS.where(x.c.producer.in_(chunk)), None)
-                       for chunk in _chunks(scope.referring_to, _IN_LIST)]
+                       for chunk in in_chunks(scope.referring_to)]
         text = sa.cast(r.c.properties, sa.Text)
         searches = [(_UNINDEXED.where(sa.or_(*(text.contains(f"{URI_SCHEME}{ksuid}#", autoescape=True)
                                                for ksuid in chunk))), None)
-                    for chunk in _chunks(scope.referring_to, _REFERRING)]
+                    for chunk in in_chunks(scope.referring_to, _REFERRING)]
         found: dict[str, ResourceVersion] = {}
         with self.read() as conn:
             if searches and conn.execute(_ANY_UNINDEXED).first() is not None:
@@ -304,8 +303,3 @@ def lock_keys(writes: Iterable[ResourceWrite]) -> list[str]:
             keys.add(f"native:{write.target}:{write.type}:{write.native_id}")
     return sorted(keys)
 
-
-def _chunks(keys: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    ordered = sorted(keys)
-    for start in range(0, len(ordered), size):
-        yield ordered[start:start + size]
