@@ -1,12 +1,12 @@
 """A small command on an agent that already manages many other resources.
 
 Terraform plans one workspace's state, whatever other workspaces hold; svc's agent manages every stack in one
-inventory. This prints what a 10-resource forma in a stack of its own costs through the real CLI and agent (the
-FAKE plugin at zero latency): the apply, the no-op plan (``--simulate``) and the destroy, each the median of
-``--runs`` fresh formas, first on an agent that holds nothing else, then beside each of ``--beside`` other
-resources (chains of 10 in one other stack, applied once), then beside each of ``--stacks`` other stacks (one
-resource each, a target for every ten). A figure that grows with the others is a cost every small command pays
-in a large estate. Figures only; nothing is asserted.
+inventory. This prints what a 10-resource forma in a stack of its own costs through the real CLI and agent (the FAKE
+plugin at zero latency): the apply, the no-op plan (``--simulate``) and the destroy, each the median of ``--runs``
+fresh formas, first on an agent that holds nothing else, then beside each of ``--beside`` other resources (chains of
+10 in one other stack, applied once), then beside each of ``--stacks`` other stacks (one resource each, a target for
+every ten), the small formas without and then with a standalone policy their stack uses. A figure that grows with
+the others is a cost every small command pays in a large estate. Figures only; nothing is asserted.
 
     .venv/bin/python bench/big_inventory.py                        # beside 20,000 resources, then 2,000 stacks
     .venv/bin/python bench/big_inventory.py --beside 20000 100000  # ~2 minutes more
@@ -43,11 +43,18 @@ forma {{
 """
 
 
-def small_commands(cli: Cli, directory: Path, tag: str, runs: int) -> dict[str, float]:
-    """The median seconds of each phase over ``runs`` fresh 10-resource formas, each in a stack of its own."""
+def small_commands(cli: Cli, directory: Path, tag: str, runs: int, *, policy: bool = False) -> dict[str, float]:
+    """The median seconds of each phase over ``runs`` fresh 10-resource formas, each in a stack of its own;
+    ``policy``: each also declaring a standalone policy its stack uses."""
     seconds: dict[str, list[float]] = {"apply": [], "no-op plan": [], "destroy": []}
     for run in range(runs):
-        forma = write_forma(directory, f"small-{tag}-{run}", directory / f"cloud-small-{tag}-{run}.db", SIZE, SIZE)
+        name = f"small-{tag}-{run}"
+        forma = write_forma(directory, name, directory / f"cloud-small-{tag}-{run}.db", SIZE, SIZE)
+        if policy:
+            uses = f'policies {{ new svc.PolicyResolvable {{ label = "{name}" }} }}'
+            forma.write_text(forma.read_text().replace(f'new svc.Stack {{ label = "{name}" }}', (
+                f'new svc.AutoReconcilePolicy {{ label = "{name}"; interval = 24.h }}\n  '
+                f'new svc.Stack {{ label = "{name}"; {uses} }}')))
         seconds["apply"].append(cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait").seconds)
         seconds["no-op plan"].append(cli.timed("apply", "--mode", "reconcile", str(forma), "--simulate").seconds)
         seconds["destroy"].append(cli.timed("destroy", str(forma), "--yes", "--wait").seconds)
@@ -93,10 +100,12 @@ def main() -> None:
                                                cloud=directory / f"cloud-stacks-{stacks}"))
                 took = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait").seconds
                 print(f"        ({stacks} other stacks applied in {took:.1f} s)", flush=True)
-                beside = small_commands(cli, directory, f"stacks-{stacks}", args.runs)
-                print(f"{SIZE} resources beside {stacks:,} other stacks and their {max(stacks // 10, 1):,} targets: "
-                      + ", ".join(f"{phase} {value:.3f} s ({value / alone[phase]:.1f}×)"
-                                  for phase, value in beside.items()), flush=True)
+                for policy in (False, True):
+                    beside = small_commands(cli, directory, f"stacks-{stacks}-{policy}", args.runs, policy=policy)
+                    figures = ", ".join(f"{phase} {value:.3f} s ({value / alone[phase]:.1f}×)"
+                                        for phase, value in beside.items())
+                    print(f"{SIZE} resources{' with a standalone policy' if policy else ''} beside {stacks:,} other "
+                          f"stacks and their {max(stacks // 10, 1):,} targets: {figures}", flush=True)
         finally:
             cli.close()
             agent.stop()

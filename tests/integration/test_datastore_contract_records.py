@@ -169,6 +169,20 @@ def test_policies_in_force_lists_each_stacks_policies_of_a_type_inline_first_the
     assert [(s, p.label) for s, p in datastore.policies_in_force("ttl")] == [(other_type.id, "ttl")]
 
 
+def test_policy_attachments_pair_live_standalone_policies_with_live_stacks(datastore: Datastore) -> None:
+    prod, dev, temp = (datastore.create_stack(label) for label in ("prod", "dev", "temp"))
+    nightly = datastore.put_policy(PolicyWrite("nightly", "auto-reconcile", {"IntervalSeconds": 3600}))
+    ttl = datastore.put_policy(PolicyWrite("short", "ttl", {"TTLSeconds": 60}))
+    gone = datastore.put_policy(PolicyWrite("gone", "ttl", {"TTLSeconds": 1}))
+    for stack, policy in ((prod, nightly), (dev, nightly), (temp, nightly), (dev, ttl), (prod, gone)):
+        datastore.attach_policy(stack.id, policy.id)
+    datastore.put_policy(PolicyWrite("own", "ttl", {"TTLSeconds": 60}, stack_id=prod.id))  # inline: no attachment
+    datastore.delete_policy(gone.id)
+    datastore.delete_stack("temp")
+    datastore.update_stack("prod", "a new version of the stack keeps its attachments")
+    assert datastore.policy_attachments() == [("nightly", "dev"), ("nightly", "prod"), ("short", "dev")]
+
+
 def test_deleting_a_stack_takes_its_inline_policies_and_detaches_standalone_ones(datastore: Datastore) -> None:
     stack = datastore.create_stack("temp")
     datastore.put_policy(PolicyWrite("temp-ttl", "ttl", {"TTLSeconds": 60}, stack_id=stack.id))

@@ -162,3 +162,21 @@ def test_with_no_policy_stored_a_plan_reads_one_answer_and_gets_what_the_long_wa
     assert quick[0] == StoredPolicies({"app": ()})
     monkeypatch.setattr(type(datastore), "has_live_policies", lambda self: True)  # the long way
     assert [stored_policies(datastore, forma) for forma in (plain, declaring)] == quick
+
+
+def test_a_forma_declaring_a_standalone_policy_reads_its_attachments_in_one_query(
+        datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its destroy must know every stack still using the policy; asking each stack for its attachments made a plan
+    beside 2,000 stacks take 0.3 s."""
+    shared = datastore.put_policy(PolicyWrite("nightly", "auto-reconcile", {"IntervalSeconds": 3600}))
+    for n in range(30):
+        datastore.attach_policy(datastore.create_stack(f"s{n}").id, shared.id)
+    app = datastore.create_stack("app")
+    own = datastore.put_policy(PolicyWrite("own", "ttl", {"TTLSeconds": 60}, stack_id=app.id))
+    declaring = Forma.model_validate({**planning.forma(stacks=("app",)).to_json(), "Policies": [
+        {"Type": "auto-reconcile", "Label": "nightly", "IntervalSeconds": 3600}]})
+    for name in ("list_attached_policies", "get_stack", "list_stacks"):
+        monkeypatch.setattr(type(datastore), name, lambda *args, **kwargs: pytest.fail("asked a stack at a time"))
+    stored = stored_policies(datastore, declaring)
+    assert stored.inline == {"app": (own,)} and stored.standalone == {"nightly": shared}
+    assert stored.attached == {"nightly": frozenset(f"s{n}" for n in range(30))}

@@ -131,6 +131,9 @@ class Datastore(Protocol):
     def detach_policy(self, stack_id: str, policy_id: str) -> bool: ...
     def list_attached_policies(self, stack_id: str, *, cursor: str | None = None,
                                limit: int = ...) -> Page[PolicyRecord]: ...
+    def policy_attachments(self) -> list[tuple[str, str]]:
+        """(policy label, stack label) of every live standalone policy attached to a live stack, in one query."""
+
     def has_live_policies(self) -> bool:
         """Whether any policy lives, inline or standalone: one query, where a plan would ask four to learn that the
         stacks it touches have none (most agents hold no policy)."""

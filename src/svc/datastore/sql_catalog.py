@@ -26,6 +26,9 @@ _LIVE_TARGETS = sa.select(t).where(head_is(t.c.head, HEAD_LIVE))
 _ALL_TARGETS = PagedQuery(_LIVE_TARGETS, order=(t.c.label,))
 _UNREAPED_TARGETS = PagedQuery(_LIVE_TARGETS.where(t.c.health_state != "reaped"), order=(t.c.label,))
 _ANY_LIVE_POLICY = sa.select(sa.exists().where(head_is(p.c.head, HEAD_LIVE)))
+_ATTACHMENTS = (sa.select(p.c.label, s.c.label)
+                .select_from(sp.join(p, sp.c.policy_id == p.c.id).join(s, sp.c.stack_id == s.c.id))
+                .where(head_is(p.c.head, HEAD_LIVE), head_is(s.c.head, HEAD_LIVE)).order_by(p.c.label, s.c.label))
 # What storing a new command's stacks and targets runs (built once, as above).
 _LIVE_STACK = sa.select(s).where(s.c.label == sa.bindparam("label"), head_is(s.c.head, HEAD_LIVE))
 _INSERT_STACK = sa.insert(s).returning(*s.c)  # the row as stored, without reading it back
@@ -305,6 +308,12 @@ class CatalogStore(SqlBase):
         with self.read() as conn:
             return paginate(conn, statement, list_name=f"attached:{stack_id}", order=(p.c.label,), cursor=cursor,
                             limit=limit, convert=_policy)
+
+    def policy_attachments(self) -> list[tuple[str, str]]:
+        """(policy label, stack label) of every live standalone policy attached to a live stack: one query, not
+        one a stack."""
+        with self.read() as conn:
+            return [(row[0], row[1]) for row in conn.execute(_ATTACHMENTS)]
 
     def has_live_policies(self) -> bool:
         with self.read() as conn:

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from svc.engine.background import PeriodicJob
 from svc.engine.errors import EngineError
 from svc.engine.planner import UNMANAGED_STACK, Inventory
-from svc.engine.policy_store import PAGE, Effective, active_command, all_stacks, every, literal, policies_in_force
+from svc.engine.policy_store import PAGE, Effective, active_command, all_stacks, literal, policies_in_force
 from svc.engine.service import Caller, DestroyRequest
-from svc.model.records import StackRecord
+from svc.model.records import StackRecord, every_item
 
 if TYPE_CHECKING:
     from svc.engine.engine import Engine
@@ -102,7 +102,7 @@ class StackExpirer(PeriodicJob):
     def _dependents(self, stack: str) -> list[str]:
         """``stack/type/label`` of the managed resources of other stacks that refer to one of ``stack``."""
         store = self.engine.store
-        inventory = Inventory(every(lambda c: store.list_resources(cursor=c, limit=PAGE)))
+        inventory = Inventory(every_item(lambda c: store.list_resources(cursor=c, limit=PAGE)))
         return sorted({f"{dependent.stack}/{dependent.type}/{dependent.label}"
                        for resource in inventory.in_stack(stack)
                        for dependent, _ in inventory.dependents(resource.ksuid) if dependent.stack != stack})

@@ -17,7 +17,7 @@ from svc.datastore.query import COMMAND_FIELDS, parse_query
 from svc.engine.errors import StackDeletedDuringApply
 from svc.engine.planner import PolicyChange, StoredPolicies
 from svc.model.forma import Forma
-from svc.model.records import CommandRecord, PolicyRecord, PolicyWrite, StackRecord
+from svc.model.records import CommandRecord, PolicyRecord, PolicyWrite, StackRecord, every_item
 from svc.model.states import CommandState
 
 PAGE = 500
@@ -29,53 +29,34 @@ def literal(value: str) -> str:
     return "".join("\\" + char for char in value)
 
 
-def every(fetch) -> list:  # type: ignore[no-untyped-def]
-    """Every item of a paged datastore list (``fetch(cursor)`` returns one page)."""
-    items: list = []
-    cursor = None
-    while True:
-        page = fetch(cursor)
-        items.extend(page.items)
-        if (cursor := page.next_cursor) is None:
-            return items
-
-
 def inline_policies(store: Datastore, stack: StackRecord) -> list[PolicyRecord]:
-    return every(lambda c: store.list_policies(stack_id=stack.id, cursor=c, limit=PAGE))
+    return every_item(lambda c: store.list_policies(stack_id=stack.id, cursor=c, limit=PAGE))
 
 
 def attached_policies(store: Datastore, stack: StackRecord) -> list[PolicyRecord]:
-    return every(lambda c: store.list_attached_policies(stack.id, cursor=c, limit=PAGE))
+    return every_item(lambda c: store.list_attached_policies(stack.id, cursor=c, limit=PAGE))
 
 
 def stored_policies(store: Datastore, forma: Forma | None,
                     stacks: Mapping[str, StackRecord] | None = None) -> StoredPolicies:
-    """The stored policies a plan of ``forma`` compares against: the inline ones of its stacks, every
-    standalone one, and where those are attached (every stack's attachments when the forma declares
-    standalone policies, so a destroy knows who still uses them; else only the forma's stacks'). ``stacks``:
-    every stored stack by label, when the caller has read them already."""
+    """The stored policies a plan of ``forma`` compares against: the inline ones of its stacks, every standalone
+    one, and the stacks each standalone one is attached to (all of them, in one query: a destroy of the forma's
+    standalone policies must know which other stacks still use them). ``stacks``: stored stacks by label, the
+    forma's among them, when the caller has read them already."""
     if forma is None or not (forma.policies or forma.stacks):
         return StoredPolicies()
+    named = dict.fromkeys(stack.label for stack in forma.stacks)
+    if stacks is None:
+        stacks = {stack.label: stack for stack in store.stacks_named(named)}
+    stored = [stacks[label] for label in named if label in stacks]
     if not store.has_live_policies():
-        named = dict.fromkeys(stack.label for stack in forma.stacks)
-        stored = stacks if stacks is not None else {
-            label: found for label in named if (found := store.get_stack(label)) is not None}
-        return StoredPolicies({label: () for label in named if label in stored})
-    standalone = {p.label: p for p in every(lambda c: store.list_policies(cursor=c, limit=PAGE))}
-    if forma.policies:
-        stacks = every(lambda c: store.list_stacks(cursor=c, limit=PAGE))
-    else:
-        stacks = [s for label in dict.fromkeys(stack.label for stack in forma.stacks)
-                  if (s := store.get_stack(label)) is not None]
-    named = {stack.label for stack in forma.stacks}
-    inline: dict[str, tuple[PolicyRecord, ...]] = {}
+        return StoredPolicies({stack.label: () for stack in stored})
     attached: dict[str, set[str]] = {}
-    for stack in stacks:
-        if stack.label in named:
-            inline[stack.label] = tuple(inline_policies(store, stack))
-        for policy in attached_policies(store, stack):
-            attached.setdefault(policy.label, set()).add(stack.label)
-    return StoredPolicies(inline, standalone, {label: frozenset(s) for label, s in attached.items()})
+    for policy, stack in store.policy_attachments():
+        attached.setdefault(policy, set()).add(stack)
+    return StoredPolicies({stack.label: tuple(inline_policies(store, stack)) for stack in stored},
+                          {p.label: p for p in every_item(lambda c: store.list_policies(cursor=c, limit=PAGE))},
+                          {label: frozenset(stacks) for label, stacks in attached.items()})
 
 
 def persist_policies(store: Datastore, changes: Iterable[PolicyChange], command_id: str) -> None:
@@ -160,4 +141,4 @@ def active_command(store: Datastore, stack: str) -> CommandRecord | None:
 
 
 def all_stacks(store: Datastore) -> list[StackRecord]:
-    return every(lambda c: store.list_stacks(cursor=c, limit=PAGE))
+    return every_item(lambda c: store.list_stacks(cursor=c, limit=PAGE))

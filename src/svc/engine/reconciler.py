@@ -33,7 +33,6 @@ from svc.engine.policy_store import (
     active_command,
     all_stacks,
     effective_policies,
-    every,
     literal,
     policies_in_force,
 )
@@ -41,7 +40,7 @@ from svc.engine.sealing import Sealer, SealError
 from svc.engine.service import ApplyRequest, Caller
 from svc.model import values
 from svc.model.forma import Forma
-from svc.model.records import ResourceVersion
+from svc.model.records import ResourceVersion, every_item
 
 if TYPE_CHECKING:
     from svc.engine.engine import Engine
@@ -172,7 +171,7 @@ def baseline(store: Datastore, sealer: Sealer, stack: str) -> Forma | None:
     if not drifted:
         return None
     declared: dict[str, ResourceVersion] = {}
-    live = every(lambda c: store.list_resources(parse_query(f"stack:{literal(stack)}", RESOURCE_FIELDS), cursor=c,
+    live = every_item(lambda c: store.list_resources(parse_query(f"stack:{literal(stack)}", RESOURCE_FIELDS), cursor=c,
                                                 limit=PAGE))
     for resource in live:
         if resource.managed and resource.ksuid not in drifted:
@@ -202,8 +201,8 @@ def _with_secrets(store: Datastore, sealer: Sealer, stack: str, versions: dict[s
     if not missing:
         return found
     query = parse_query(f"stack:{literal(stack)}", COMMAND_FIELDS)
-    for command in every(lambda c: store.list_commands(query, sources=None, cursor=c, limit=PAGE)):
-        for record in every(lambda c, i=command.id: store.get_resource_updates(i, cursor=c, limit=PAGE)):
+    for command in every_item(lambda c: store.list_commands(query, sources=None, cursor=c, limit=PAGE)):
+        for record in every_item(lambda c, i=command.id: store.get_resource_updates(i, cursor=c, limit=PAGE)):
             if record.ksuid not in missing or record.ksuid in found or not record.desired_sealed:
                 continue
             try:
