@@ -34,9 +34,9 @@ from engine_floor import Bound, count_calls, plugin_floor  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
 from support.engine import fake_forma, item, make_engine, shown  # noqa: E402
+from support.engine_worker import sqlite_config  # noqa: E402
 from svc.agent.lifecycle import SWITCH_INTERVAL  # noqa: E402
 from svc.collector import admitting, tune_collector  # noqa: E402
-from svc.config.model import DatastoreConfig  # noqa: E402
 from svc.datastore import open_datastore  # noqa: E402
 from svc.engine.operations import RetryPolicy  # noqa: E402
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest  # noqa: E402
@@ -44,14 +44,6 @@ from svc.plugins.runner import InProcessRunner  # noqa: E402
 
 CALLER = Caller("bench")
 IN_FLIGHT = 64
-
-
-def _config(path: Path) -> DatastoreConfig:
-    return DatastoreConfig.model_validate({
-        "datastoreType": "sqlite", "sqlite": {"filePath": str(path)},
-        "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
-                     "connectionParams": ""},
-        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}})
 
 
 def chains(cloud: Path, size: int, depth: int):  # type: ignore[no-untyped-def]
@@ -91,7 +83,7 @@ class Timer:
 async def scale(size: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        store = open_datastore(_config(root / "svc.db"))
+        store = open_datastore(sqlite_config(root / "svc.db"))
         engine = make_engine(store, root / "key", rate=1_000_000, max_in_flight=IN_FLIGHT)
         await engine.start()
         forma = chains(root / "cloud.db", size, 10)
@@ -122,7 +114,7 @@ async def scale(size: int) -> None:
 async def latency(size: int = 400, depth: int = 4, delay: float = 0.02) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        store = open_datastore(_config(root / "svc.db"))
+        store = open_datastore(sqlite_config(root / "svc.db"))
         retry = RetryPolicy(max_retries=3, retry_delay=0.01, status_interval=0.01, call_timeout=30)
         engine = make_engine(store, root / "key", retry=retry, rate=1_000_000, max_in_flight=IN_FLIGHT)
         calls = count_calls(engine.gateway.runners["FAKE"])

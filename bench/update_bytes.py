@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import sqlalchemy as sa  # noqa: E402
 
 from support.engine import fake_forma, item, make_engine, running  # noqa: E402
-from svc.config.model import DatastoreConfig  # noqa: E402
+from support.engine_worker import sqlite_config  # noqa: E402
 from svc.datastore import open_datastore  # noqa: E402
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest  # noqa: E402
 
@@ -60,14 +60,6 @@ class Meter:
             self.rows[kind] += 1 if kind == "transition" or "RESOURCE_UPDATES" in text else 0
 
 
-def _config(path: Path) -> DatastoreConfig:
-    return DatastoreConfig.model_validate({
-        "datastoreType": "sqlite", "sqlite": {"filePath": str(path)},
-        "postgres": {"host": "localhost", "port": 5432, "user": "postgres", "password": "", "database": "svc",
-                     "schema": "", "connectionParams": ""},
-        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}})
-
-
 async def _scenario(engine: Any, cloud: Path, size: int) -> None:
     resources = [item(f"c{c}-{d}", f"v{d}", ref=f"c{c}-{d - 1}" if d else None, token=f"secret-{c}-{d}")
                  for c in range(size // DEPTH) for d in range(DEPTH)]
@@ -85,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
-        store = open_datastore(_config(directory / "svc.db"))
+        store = open_datastore(sqlite_config(directory / "svc.db"))
         meter = Meter()
         sa.event.listen(store.engine, "before_cursor_execute", meter.watch)  # type: ignore[attr-defined]
 

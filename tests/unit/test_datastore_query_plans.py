@@ -123,6 +123,20 @@ def test_what_a_plan_looks_up_by_label_is_searched_in_an_index(store: SqlDatasto
     assert "USING INDEX ix_resources_live_order (type=? AND label=?)" in plans[1], plans
 
 
+def test_the_last_reconcile_of_a_stack_no_command_touched_reads_no_command(store: SqlDatastore) -> None:
+    # Walking the commands newest first for it went through the whole history to find nothing: each forma's first
+    # apply paid 16 ms beside 20,000 commands.
+    store.put_command(CommandRecord(id="c1", command="apply", state="Success", start_ts=datetime.now(UTC),
+                                    client_id="x", mode="reconcile"), stacks=["other"])
+    found: list[Any] = []
+    plans = _plans_of_reads(store, lambda: found.append(store.last_reconcile("new")))
+    assert found == [None] and len(plans) == 1, plans
+    assert "SCAN" not in plans[0].replace("SCAN CONSTANT ROW", ""), plans  # a SELECT without FROM
+    assert "ix_resource_updates_stack (stack_label=?)" in plans[0], plans
+    assert "ix_command_stacks_stack (stack_label=?)" in plans[0], plans
+    assert store.last_reconcile("other") is not None
+
+
 def _plans_of_reads(store: SqlDatastore, action: Callable[[], None]) -> list[str]:
     """SQLite's plan of each SELECT ``action`` runs, in order."""
     executed: list[tuple[str, Any]] = []
