@@ -28,7 +28,7 @@ from pathlib import Path
 from engine_cli import Cli, write_forma
 from fake_agent import drop_postgres_schema, postgres_datastore, start_fake_agent
 
-from support.engine_worker import sqlite_config
+from support.datastores import sqlite_config
 from svc.datastore import open_datastore
 from svc.ids import new_id
 

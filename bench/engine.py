@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from engine_floor import Bound, count_calls, plugin_floor  # noqa: E402
 from svc_plugin_fake import FakeCloud  # noqa: E402
 
+from support.datastores import sqlite_config  # noqa: E402
 from support.engine import fake_forma, item, make_engine, shown  # noqa: E402
-from support.engine_worker import sqlite_config  # noqa: E402
 from svc.agent.lifecycle import SWITCH_INTERVAL  # noqa: E402
 from svc.collector import admitting, tune_collector  # noqa: E402
 from svc.datastore import open_datastore  # noqa: E402

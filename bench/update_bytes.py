@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import sqlalchemy as sa  # noqa: E402
 
+from support.datastores import sqlite_config  # noqa: E402
 from support.engine import fake_forma, item, make_engine, running  # noqa: E402
-from support.engine_worker import sqlite_config  # noqa: E402
 from svc.datastore import open_datastore  # noqa: E402
 from svc.engine.service import ApplyRequest, Caller, DestroyRequest  # noqa: E402
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from support.datastores import sqlite_config
 from support.fake_world import World, chain, fake_world
 from support.processes import isolated_home
-from svc.config.model import DatastoreConfig
 from svc.datastore import open_datastore
 from svc.ids import new_id
 from svc.model.records import CommandRecord
@@ -62,12 +62,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
         theirs = command_id(world.svc("apply", "--mode", "reconcile", str(other_forma), "--yes", "--wait",
                                       "--output-consumer", "machine", env=other_env))
         me = (root / "home" / "data" / "svc" / "cli_client_id").read_text().strip()
-        store = open_datastore(DatastoreConfig.model_validate({
-            "datastoreType": "sqlite", "sqlite": {"filePath": str(root / "svc.db")},
-            "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
-                         "connectionParams": ""},
-            "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "",
-                              "endpoint": ""}}), migrate=False)
+        store = open_datastore(sqlite_config(str(root / "svc.db")), migrate=False)
         store.put_command(CommandRecord(id=new_id(), command="sync", state="Success", source="synchronizer",
                                         start_ts=datetime.now(UTC), end_ts=datetime.now(UTC)))
         store.close()

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from support.datastores import sqlite_config
 from support.processes import Agent, run_svc
-from svc.config.model import DatastoreConfig
 from svc.datastore import Datastore, open_datastore
 from svc.ids import new_id
 from svc.model.records import CommandRecord, PolicyWrite, ResourceWrite, TargetWrite
@@ -46,11 +46,7 @@ def seeded(agent_factory, tmp_path: Path, home: Path) -> Iterator[Seeded]:
     id_file = home / ".local" / "share" / "svc" / "cli_client_id"
     id_file.parent.mkdir(parents=True, exist_ok=True)
     id_file.write_text(client_id + "\n")
-    store = open_datastore(DatastoreConfig.model_validate({
-        "datastoreType": "sqlite", "sqlite": {"filePath": str(database)},
-        "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
-                     "connectionParams": ""},
-        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}}),
+    store = open_datastore(sqlite_config(str(database)),
         migrate=False)
     try:
         yield Seeded(agent, store, client_id)

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from support.datastores import sqlite_config
 from support.fake_world import World, fake_world
-from svc.config.model import DatastoreConfig
 from svc.datastore import open_datastore
 from svc.forma import evaluate_forma
 from svc.ids import new_id
@@ -388,11 +388,7 @@ def test_a_reaped_target_is_refused_until_declared_again(clients: Clients) -> No
     """The target reaped as the reaper does it (staged in the agent's datastore with a clock of its own: a real
     one would take hours), then the answers the clients get about it."""
     world = clients.world
-    store = open_datastore(DatastoreConfig.model_validate({
-        "datastoreType": "sqlite", "sqlite": {"filePath": str(world.directory / "svc.db")},
-        "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
-                     "connectionParams": ""},
-        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}}),
+    store = open_datastore(sqlite_config(str(world.directory / "svc.db")),
         migrate=False)
     try:
         target = store.get_target("cloud")

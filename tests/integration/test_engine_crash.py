@@ -21,8 +21,8 @@ from pathlib import Path
 from svc_plugin_fake import FakeCloud
 
 from support.crash_loop import run_crash_loop
+from support.datastores import sqlite_config
 from support.engine import fake_forma, item
-from support.engine_worker import sqlite_config
 from svc.datastore import open_datastore
 from svc.model.states import TERMINAL_COMMAND_STATES
 

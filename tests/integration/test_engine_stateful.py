@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from svc_plugin_fake import FakeCloud
 
+from support.datastores import sqlite_config
 from support.engine import fake_forma, item
 from support.engine_process import EngineProcesses
-from support.engine_worker import sqlite_config
 from svc.datastore import open_datastore
 from svc.model.states import TERMINAL_COMMAND_STATES, TERMINAL_UPDATE_STATES
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.engine_worker import sqlite_config
+from support.datastores import sqlite_config
 from svc.collector import THRESHOLDS
 from svc.datastore import open_datastore
 from svc.datastore.migrate import declared_head, head_revision

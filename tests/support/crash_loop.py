@@ -18,9 +18,9 @@ from typing import Any
 
 from svc_plugin_fake import FakeCloud
 
+from support.datastores import sqlite_config
 from support.engine import fake_forma, item
 from support.engine_process import EngineProcesses
-from support.engine_worker import sqlite_config
 from svc.datastore import open_datastore
 from svc.model.records import every_item
 from svc.model.states import TERMINAL_COMMAND_STATES

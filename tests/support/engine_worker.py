@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from support.datastores import sqlite_config
 from support.engine import make_engine, shown
-from svc.config.model import DatastoreConfig
 from svc.datastore import open_datastore
 from svc.datastore.interface import Datastore
 from svc.engine.engine import Engine
@@ -30,14 +30,6 @@ from svc.engine.service import ApplyRequest, Caller, DestroyRequest
 from svc.model.forma import Forma
 
 CALLER = Caller("crash-test")
-
-
-def sqlite_config(path: Path) -> DatastoreConfig:
-    return DatastoreConfig.model_validate({
-        "datastoreType": "sqlite", "sqlite": {"filePath": str(path)},
-        "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
-                     "connectionParams": ""},
-        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}})
 
 
 def _retry() -> RetryPolicy:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from support.datastores import sqlite_config
 from support.earlier_release import store_as_earlier_release
-from svc.config.model import DatastoreConfig
 from svc.datastore import open_datastore
 from svc.datastore.paging import encode_cursor
 from svc.datastore.sql_resource_batch import HEADS_BY_KSUID, OWNERS_BY_NATIVE_ID
@@ -23,12 +23,7 @@ from svc.model.records import CommandRecord, ResourceScope, ResourceWrite
 
 @pytest.fixture
 def store() -> Iterator[SqlDatastore]:
-    config = DatastoreConfig.model_validate({
-        "datastoreType": "sqlite", "sqlite": {"filePath": ":memory:"},
-        "postgres": {"host": "", "port": 5432, "user": "", "password": "", "database": "", "schema": "",
-                     "connectionParams": ""},
-        "auroraDataAPI": {"clusterArn": "", "secretArn": "", "database": "", "region": "", "endpoint": ""}})
-    opened = open_datastore(config)
+    opened = open_datastore(sqlite_config(":memory:"))
     assert isinstance(opened, SqlDatastore)
     yield opened
     opened.close()
