@@ -6,8 +6,9 @@ plugin at zero latency): the apply, the no-op plan (``--simulate``) and the dest
 fresh formas, first on an agent that holds nothing else, then beside each of ``--beside`` other resources (chains of
 10 in one other stack, applied once), then beside each of ``--stacks`` other stacks (one resource each, a target for
 every ten), the small formas without and then with a standalone policy their stack uses. A figure that grows with
-the others is a cost every small command pays in a large estate; then beside each of ``--history`` past commands
-(SQLite only). Figures only; nothing is asserted.
+the others is a cost every small command pays in a large estate; then beside each of ``--auto-reconciled`` stacks
+holding an auto-reconcile policy, and of ``--history`` past commands (SQLite only). Figures only; nothing is
+asserted.
 
     .venv/bin/python bench/big_inventory.py                        # beside 20,000 resources, then 2,000 stacks
     .venv/bin/python bench/big_inventory.py --beside 20000 100000  # ~2 minutes more
@@ -44,7 +45,7 @@ forma {{
     new svc.Target {{ label = "{name}-\\(t)"; config = new fake.Config {{ path = "{cloud}-\\(t)" }} }}
   }}
   for (s in IntSeq(0, {stacks} - 1)) {{
-    new svc.Stack {{ label = "{name}-\\(s)" }}
+    new svc.Stack {{ label = "{name}-\\(s)"{policies} }}
     new item.Item {{ label = "m-\\(s)"; stack = "{name}-\\(s)"; target = "{name}-\\(s % {targets})"; value = "x" }}
   }}
 }}
@@ -86,18 +87,23 @@ def beside_resources(cli: Cli, directory: Path, sizes: list[int], runs: int, alo
         _report(f"beside {others:,} others", small_commands(cli, directory, f"beside-{others}", runs), alone)
 
 
-def beside_stacks(cli: Cli, directory: Path, counts: list[int], runs: int, alone: dict[str, float]) -> None:
+def beside_stacks(cli: Cli, directory: Path, counts: list[int], runs: int, alone: dict[str, float], *,
+                  auto_reconciled: bool = False) -> None:
+    """``auto_reconciled``: each of the other stacks holds an auto-reconcile policy (daily)."""
+    kind = "auto-reconciled " if auto_reconciled else ""
     for stacks in sorted(counts):
         targets = max(stacks // 10, 1)
-        forma = directory / f"stacks-{stacks}.pkl"  # a forma of its own each: they add up
-        forma.write_text(STACKS.format(name=f"stacks-{stacks}", stacks=stacks, targets=targets,
-                                       cloud=directory / f"cloud-stacks-{stacks}"))
+        name = f"{'auto' if auto_reconciled else 'stacks'}-{stacks}"
+        forma = directory / f"{name}.pkl"  # a forma of its own each: they add up
+        forma.write_text(STACKS.format(name=name, stacks=stacks, targets=targets, cloud=directory / f"cloud-{name}",
+                                       policies="; policies { new svc.AutoReconcilePolicy { interval = 24.h } }"
+                                       if auto_reconciled else ""))
         took = cli.timed("apply", "--mode", "reconcile", str(forma), "--yes", "--wait").seconds
-        print(f"        ({stacks} other stacks applied in {took:.1f} s)", flush=True)
-        for policy in (False, True):
-            _report(f"{'with a standalone policy ' if policy else ''}beside {stacks:,} other stacks and their "
-                    f"{targets:,} targets", small_commands(cli, directory, f"stacks-{stacks}-{policy}", runs,
-                                                           policy=policy), alone)
+        print(f"        ({stacks} other {kind}stacks applied in {took:.1f} s)", flush=True)
+        for policy in (False, True) if not auto_reconciled else (False,):
+            _report(f"{'with a standalone policy ' if policy else ''}beside {stacks:,} other {kind}stacks and their "
+                    f"{targets:,} targets", small_commands(cli, directory, f"{name}-{policy}", runs, policy=policy),
+                    alone)
 
 
 def beside_history(cli: Cli, directory: Path, counts: list[int], runs: int, alone: dict[str, float]) -> None:
@@ -128,6 +134,8 @@ def main() -> None:
                         help="inventory sizes (other resources the agent manages) to measure at, growing")
     parser.add_argument("--stacks", type=int, nargs="*", default=[2_000],
                         help="then numbers of other stacks (one resource each) to measure beside, growing")
+    parser.add_argument("--auto-reconciled", type=int, nargs="*", default=[],
+                        help="then numbers of other stacks each holding an auto-reconcile policy, growing")
     parser.add_argument("--history", type=int, nargs="*", default=[],
                         help="then numbers of past commands to measure beside, growing (SQLite only)")
     parser.add_argument("--runs", type=int, default=5)
@@ -149,6 +157,7 @@ def main() -> None:
                   + ", ".join(f"{phase} {value:.3f} s" for phase, value in alone.items()), flush=True)
             beside_resources(cli, directory, args.beside, args.runs, alone)
             beside_stacks(cli, directory, args.stacks, args.runs, alone)
+            beside_stacks(cli, directory, args.auto_reconciled, args.runs, alone, auto_reconciled=True)
             if args.history:
                 beside_history(cli, directory, args.history, args.runs, alone)
         finally:

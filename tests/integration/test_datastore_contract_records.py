@@ -406,7 +406,9 @@ def test_stacks_a_command_covers_without_updates_match_stack_queries(datastore: 
 
     assert listed("stack:db") == [marker.id, older.id] and listed("stack:web") == [older.id]
     assert listed("stack:d*") == [marker.id, older.id] and listed("stack:elsewhere") == []
+    assert datastore.stacks_covered(older.id) == ["db", "web"] and datastore.stacks_covered(marker.id) == ["db"]
     assert datastore.delete_command(marker.id) and listed("stack:db") == [older.id]
+    assert datastore.stacks_covered(marker.id) == [] and datastore.stacks_covered("nope") == []
 
 
 def test_the_last_reconcile_of_a_stack_is_the_newest_reconcile_apply_in_it(datastore: Datastore) -> None:

@@ -128,6 +128,41 @@ def test_an_expired_stack_others_refer_to_is_kept_its_dependents_read_by_key(
     run(datastore, tmp_path, scenario)
 
 
+def test_the_auto_reconcile_schedule_looks_up_again_only_what_new_commands_reconciled(
+        datastore: Datastore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schedule is read again after every command; looking up each policy stack's last reconcile each time
+    took ~0.3 s of the agent's CPU a command beside 2,000 such stacks. The reconciles among the new commands say
+    when the stacks they cover were reconciled."""
+    cloud = tmp_path / "cloud.db"
+    policy = {"Type": "auto-reconcile", "IntervalSeconds": 3600}
+
+    def guarded(*stacks: str, value: str = "1") -> Forma:
+        document = fake_forma(cloud, [item(f"{s}1", value, stack=s) for s in stacks], stacks=stacks).to_json()
+        for stack in document["Stacks"]:
+            stack["Policies"] = [policy]
+        return Forma.model_validate(document)
+
+    async def scenario(engine: Engine) -> None:
+        await applied(engine, guarded("a", "b", "c"))
+        reconciler = AutoReconciler(engine, enabled=False)
+        asked: list[str] = []
+        last_reconcile = datastore.last_reconcile
+        monkeypatch.setattr(datastore, "last_reconcile", lambda stack: asked.append(stack) or last_reconcile(stack))
+        assert reconciler._due() == [] and sorted(asked) == ["a", "b", "c"]  # the first read: every stack's
+        view = await applied(engine, guarded("b", value="2"))  # a reconcile of b
+        await applied(engine, fake_forma(cloud, [item("c1", "3", stack="c")], stacks=("c",)), "patch")
+        before = dict(reconciler._last)
+        asked.clear()  # planning a reconcile looks its stacks' up too
+        assert reconciler._due() == [] and asked == []  # b's reconcile is the new commands': its end is b's anchor
+        reconcile_b = datastore.last_reconcile("b")
+        assert reconcile_b is not None and reconcile_b.id == view.CommandId
+        assert reconciler._last == {**before, "b": reconcile_b.end_ts} and reconcile_b.end_ts > before["b"]
+        asked.clear()
+        assert reconciler._due() == [] and asked == []  # no command since: nothing read again
+
+    run(datastore, tmp_path, scenario)
+
+
 def test_a_resource_deleted_outside_svc_comes_back_with_its_secret(datastore: Datastore, tmp_path: Path) -> None:
     cloud = tmp_path / "cloud.db"
     bucket = resource("bkt", "FAKE::Storage::Bucket",

@@ -159,6 +159,8 @@ def _update_summaries(with_progress: bool, since: bool) -> PagedQuery:
 
 
 _LAST_RECONCILE = _last_reconcile()
+_COVERED_STACKS = (sa.select(cs.c.stack_label).where(cs.c.command_id == sa.bindparam("command_id"))
+                   .order_by(cs.c.stack_label))
 _STACK_HISTORY = sa.select(sa.literal_column("1")).where(sa.or_(
     sa.exists().where(u.c.stack_label == sa.bindparam("stack")),
     sa.exists().where(cs.c.stack_label == sa.bindparam("stack"))))
@@ -227,6 +229,12 @@ class CommandStore(SqlBase):
                 return None
             row = conn.execute(_LAST_RECONCILE, {"stack": stack}).first()
         return _command(row) if row is not None else None
+
+    def stacks_covered(self, command_id: str) -> list[str]:
+        """The stacks a command covers beyond its updates' (``put_command``'s ``stacks``: a reconcile's forma's),
+        by label."""
+        with self.read() as conn:
+            return [row[0] for row in conn.execute(_COVERED_STACKS, {"command_id": command_id})]
 
     def delete_command(self, command_id: str) -> bool:
         """Removes a command and its updates (e.g. a synchronization that changed nothing)."""

@@ -40,7 +40,7 @@ from svc.engine.sealing import Sealer, SealError
 from svc.engine.service import ApplyRequest, Caller
 from svc.model import values
 from svc.model.forma import Forma
-from svc.model.records import ResourceVersion, every_item
+from svc.model.records import ResourceVersion, each_item, every_item
 
 if TYPE_CHECKING:
     from svc.engine.engine import Engine
@@ -65,7 +65,9 @@ class AutoReconciler(PeriodicJob):
         self.engine = engine
         self._intervals: dict[str, timedelta] = {}  # stack label → its policy's interval
         self._last: dict[str, datetime] = {}  # stack label → when it was last reconciled (or found busy)
-        self._newest: str | None = None  # the newest command when the schedule was read: policies change by commands
+        # The newest command (id, start) when the schedule was read: policies change by commands, and so do anchors.
+        self._newest: tuple[str, datetime | None] | None = None
+        self._changes: dict[str, datetime] = {}  # stack label → when its policy last changed, as last read
         self._lock = asyncio.Lock()  # one reconcile at a time: the timer's and the API's
         self._guard = threading.Lock()  # the schedule is read on worker threads and changed on the loop
 
@@ -122,14 +124,15 @@ class AutoReconciler(PeriodicJob):
         with self._guard:
             self._intervals.pop(stack, None)
             self._last.pop(stack, None)
+            self._changes.pop(stack, None)
 
     def _due(self) -> list[str]:
         store = self.engine.store
-        newest = store.list_commands(sources=None, limit=1).items
-        newest_id = newest[0].id if newest else ""
-        if newest_id != self._newest:
-            self._read_schedule(store)
-            self._newest = newest_id
+        listed = store.list_commands(sources=None, limit=1).items
+        newest = (listed[0].id, listed[0].start_ts) if listed else ("", None)
+        if self._newest is None or newest[0] != self._newest[0]:
+            self._read_schedule(store, None if self._newest is None else self._reconciled_since(store, *self._newest))
+            self._newest = newest
         now = _now()
         with self._guard:
             candidates = [stack for stack, interval in self._intervals.items() if now >= self._last[stack] + interval]
@@ -142,22 +145,46 @@ class AutoReconciler(PeriodicJob):
             due.append(stack)
         return due
 
-    def _read_schedule(self, store: Datastore) -> None:
+    def _read_schedule(self, store: Datastore, reconciled: dict[str, datetime] | None) -> None:
+        """The stacks with an auto-reconcile policy, each with its interval and when it was last reconciled.
+        ``reconciled``: when each stack reconciled since the schedule was last read was (None: look every one
+        up). Only the stacks newly holding a policy, or whose policy changed, and reconciled otherwise have
+        their last reconcile looked up: once per stack after every command, that took ~0.3 s of the agent's CPU
+        a command beside 2,000 such stacks."""
         intervals: dict[str, timedelta] = {}
         anchors: dict[str, datetime] = {}
+        changes: dict[str, datetime] = {}
         held = policies_in_force(store, "auto-reconcile")
         for stack in all_stacks(store):
             policy = held.get(stack.id)
             if policy is None:
                 continue
             intervals[stack.label] = max(policy.interval, timedelta(seconds=1))
-            changed = policy.record.updated_at
-            last = store.last_reconcile(stack.label)
-            anchors[stack.label] = max(changed, (last.end_ts or last.start_ts) if last is not None else changed)
+            changed = changes[stack.label] = policy.record.updated_at
+            if reconciled is not None and stack.label in reconciled:
+                anchors[stack.label] = max(changed, reconciled[stack.label])
+            elif reconciled is None or self._changes.get(stack.label) != changed or stack.label not in self._last:
+                last = store.last_reconcile(stack.label)
+                anchors[stack.label] = max(changed, (last.end_ts or last.start_ts) if last is not None else changed)
         with self._guard:
-            self._intervals = intervals
+            self._intervals, self._changes = intervals, changes
             # A user's reconcile since the last run counts as one: the interval restarts from it.
-            self._last = {stack: max(at, self._last.get(stack, at)) for stack, at in anchors.items()}
+            self._last = {stack: max(anchors[stack], self._last.get(stack, anchors[stack])) if stack in anchors
+                          else self._last[stack] for stack in intervals}
+
+    @staticmethod
+    def _reconciled_since(store: Datastore, newest: str, started: datetime | None) -> dict[str, datetime]:
+        """The stacks covered by the reconcile applies stored since the command ``newest`` (started at ``started``)
+        was the newest, each with when the newest of them ended (or started, if it runs yet): the commands newest
+        first, back to that one (or to its start, had it been deleted since)."""
+        stacks: dict[str, datetime] = {}
+        for command in each_item(lambda c: store.list_commands(sources=None, cursor=c, limit=PAGE)):
+            if command.id == newest or (started is not None and command.start_ts < started):
+                break
+            if command.command == "apply" and command.mode == "reconcile":
+                for stack in store.stacks_covered(command.id):
+                    stacks.setdefault(stack, command.end_ts or command.start_ts)
+        return stacks
 
 
 def baseline(store: Datastore, sealer: Sealer, stack: str) -> Forma | None:
