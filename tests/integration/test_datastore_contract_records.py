@@ -411,6 +411,16 @@ def test_stacks_a_command_covers_without_updates_match_stack_queries(datastore: 
     assert datastore.stacks_covered(marker.id) == [] and datastore.stacks_covered("nope") == []
 
 
+def test_the_stacks_a_command_still_changes_are_those_of_its_updates_not_ended(datastore: Datastore) -> None:
+    running = command()
+    states = ("Success", "Failed", "Rejected", "InProgress", "NotStarted", "Canceled")
+    datastore.put_command(running, [update(running.id, n, state, stack=f"s-{state}") for n, state in enumerate(states)])
+    every = [f"s-{state}" for state in states] + ["elsewhere"]
+    assert datastore.stacks_changing(running.id, every) == {"s-InProgress", "s-NotStarted", "s-Canceled"}
+    assert datastore.stacks_changing(running.id, ["s-Success", "elsewhere"]) == set()
+    assert datastore.stacks_changing("nope", every) == set() and datastore.stacks_changing(running.id, []) == set()
+
+
 def test_the_last_reconcile_of_a_stack_is_the_newest_reconcile_apply_in_it(datastore: Datastore) -> None:
     """Drift's baseline: a reconcile apply that changed the stack or whose forma named it; patches, destroys,
     synchronizations and the reconciles of other stacks (one whose label merely starts the same) do not count."""

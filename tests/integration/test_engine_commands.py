@@ -443,6 +443,28 @@ def test_conflicting_apply_is_refused(env: Env):
     env.run(scenario)
 
 
+def test_a_command_on_other_stacks_reads_no_running_command_whole(env: Env, monkeypatch: pytest.MonkeyPatch):
+    """The conflict check read every update of every running command, 0.6 s beside one of 20,000: it asks the
+    updates' stack index whether they change the new command's stacks, and reads them only to answer a conflict."""
+    async def scenario(engine: Engine) -> None:
+        env.cloud.set_knob("hang", {"ops": ["create"]})
+        first = await shown(engine).apply(ApplyRequest(env.forma(item("a", "1"), item("b", "2")), "reconcile"),
+                                          CALLER)
+        with monkeypatch.context() as patched:
+            patched.setattr(type(env.datastore), "get_resource_updates",
+                            lambda *_, **__: pytest.fail("a running command's updates were read whole"))
+            other = env.forma(item("c", "3", stack="other"), stacks=("other",))
+            await shown(engine).apply(ApplyRequest(other, "reconcile"), CALLER)  # no conflict: no whole read
+        with pytest.raises(errors.ConflictingCommands) as raised:
+            await shown(engine).apply(ApplyRequest(env.forma(item("a", "1")), "reconcile"), CALLER)
+        assert [u["ResourceLabel"] for u in conflict_data(raised.value)["ConflictingCommands"][0]
+                ["ResourceUpdates"]] == ["a", "b"]
+        env.cloud.clear_knobs()
+        assert (await shown(engine).wait(first.CommandId, TIMEOUT)).State == "Success"
+
+    env.run(scenario)
+
+
 @pytest.mark.parametrize(("make", "error"), [
     (lambda e: e.forma(resource("x", "FAKE::Nope::Thing", {})),
      errors.InvalidForma),

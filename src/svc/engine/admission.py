@@ -34,7 +34,7 @@ from svc.engine.service import ApplyRequest, Caller, DestroyRequest, StoredComma
 from svc.ids import new_id
 from svc.model.forma import Forma
 from svc.model.records import CommandRecord, TargetWrite, every_item
-from svc.model.states import CommandState, UpdateState
+from svc.model.states import CommandState
 
 log = logging.getLogger("svc.engine")
 
@@ -224,16 +224,14 @@ class Admission:
                                {"TargetLabels": reaped})
 
     def _refuse_conflicts(self, stacks: set[str]) -> None:
-        """``ConflictingCommands`` when an apply or destroy not ended has an update in ``stacks`` not ended."""
+        """``ConflictingCommands`` when an apply or destroy not ended has an update in ``stacks`` not ended (its
+        updates are read whole only then, for the answer)."""
         found = []
         for command in incomplete_commands(self.store):
             if command.command not in ("apply", "destroy"):  # background reads change nothing
                 continue
-            updates = updates_of(self.store, command.id)
-            live = [u for u in updates if u.state not in (UpdateState.SUCCESS, UpdateState.FAILED,
-                                                          UpdateState.REJECTED)]
-            if any(u.stack_label in stacks for u in live):
-                found.append(StoredCommand(command, tuple(updates)))
+            if self.store.stacks_changing(command.id, stacks):
+                found.append(StoredCommand(command, tuple(updates_of(self.store, command.id))))
         if found:
             ids = ", ".join(each.record.id for each in found)
             raise ConflictingCommands(f"command(s) {ids} still change these stacks; wait for them or cancel them",
