@@ -419,6 +419,7 @@ def test_the_stacks_a_command_still_changes_are_those_of_its_updates_not_ended(d
     assert datastore.stacks_changing(running.id, every) == {"s-InProgress", "s-NotStarted", "s-Canceled"}
     assert datastore.stacks_changing(running.id, ["s-Success", "elsewhere"]) == set()
     assert datastore.stacks_changing("nope", every) == set() and datastore.stacks_changing(running.id, []) == set()
+    assert datastore.stacks_updated(running.id) == set(every) - {"elsewhere"} and datastore.stacks_updated("x") == set()
 
 
 def test_the_last_reconcile_of_a_stack_is_the_newest_reconcile_apply_in_it(datastore: Datastore) -> None:

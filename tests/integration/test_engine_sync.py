@@ -113,8 +113,10 @@ def test_a_stale_read_never_overwrites_or_deletes_a_resource_rewritten_meanwhile
 
 
 @pytest.mark.parametrize("source", ["user", "auto-reconciler"])
-def test_stacks_with_a_command_in_flight_are_skipped(datastore: Datastore, tmp_path: Path, source: str) -> None:
-    """Whoever started the apply (a user, the auto-reconciler, the stack expirer) owns the stack meanwhile."""
+def test_stacks_with_a_command_in_flight_are_skipped(datastore: Datastore, tmp_path: Path, source: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whoever started the apply (a user, the auto-reconciler, the stack expirer) owns the stack meanwhile. Its
+    stacks are read from its updates' stack labels, not from its updates whole (~2 s a pass beside 100,000)."""
     cloud = FakeCloud(tmp_path / "cloud.db")
 
     async def scenario(engine: Engine) -> None:
@@ -124,7 +126,10 @@ def test_stacks_with_a_command_in_flight_are_skipped(datastore: Datastore, tmp_p
                                                    "patch"), Caller(source, source=source))
         cloud.set_property(stored(datastore, "b").native_id, "Value", "by hand")
         try:
-            assert await engine.synchronize() is None
+            with monkeypatch.context() as patched:
+                patched.setattr(type(datastore), "get_resource_updates",
+                                lambda *_, **__: pytest.fail("a running command's updates were read whole"))
+                assert await engine.synchronize() is None
         finally:
             cloud.clear_knobs()
         await shown(engine).wait(response.CommandId, TIMEOUT)

@@ -162,6 +162,7 @@ _LAST_RECONCILE = _last_reconcile()
 _CHANGING = sa.select(u.c.stack_label).distinct().where(
     u.c.command_id == sa.bindparam("command_id"),
     u.c.state.not_in([str(UpdateState.SUCCESS), str(UpdateState.FAILED), str(UpdateState.REJECTED)]))
+_UPDATED_STACKS = sa.select(u.c.stack_label).distinct().where(u.c.command_id == sa.bindparam("command_id"))
 _COVERED_STACKS = (sa.select(cs.c.stack_label).where(cs.c.command_id == sa.bindparam("command_id"))
                    .order_by(cs.c.stack_label))
 _STACK_HISTORY = sa.select(sa.literal_column("1")).where(sa.or_(
@@ -240,6 +241,12 @@ class CommandStore(SqlBase):
         with self.read() as conn:
             return {row[0] for chunk in in_chunks(set(stacks))
                     for row in conn.execute(_CHANGING.where(u.c.stack_label.in_(chunk)), {"command_id": command_id})}
+
+    def stacks_updated(self, command_id: str) -> set[str]:
+        """The stacks of a command's updates, whatever their states (not their documents: reading those for it
+        took synchronization ~2 s a pass while a 100,000-resource command ran)."""
+        with self.read() as conn:
+            return {row[0] for row in conn.execute(_UPDATED_STACKS, {"command_id": command_id})}
 
     def stacks_covered(self, command_id: str) -> list[str]:
         """The stacks a command covers beyond its updates' (``put_command``'s ``stacks``: a reconcile's forma's),

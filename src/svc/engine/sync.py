@@ -62,8 +62,7 @@ def busy_stacks(store: Datastore) -> set[str]:
     busy: set[str] = set()
     for command in every_item(lambda c: store.list_incomplete_commands(cursor=c, limit=_PAGE)):
         if command.command in ("apply", "destroy"):
-            busy |= {u.stack_label for u in every_item(lambda c, i=command.id: store.get_resource_updates(
-                i, cursor=c, limit=_PAGE))}
+            busy |= store.stacks_updated(command.id)
     return busy
 
 
