@@ -84,6 +84,20 @@ def outcome(planning: Any) -> Any:
                   for c in changeset.resources)
 
 
+def labels_read(datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The labels of the resources ``live_resources_in`` answers from now on, as it answers them."""
+    read: list[str] = []
+    live_resources_in = datastore.live_resources_in
+
+    def counted(scope: ResourceScope) -> Any:
+        found = live_resources_in(scope)
+        read.extend(r.label for r in found)
+        return found
+
+    monkeypatch.setattr(datastore, "live_resources_in", counted)
+    return read
+
+
 @pytest.mark.parametrize("case", ["create", "no-op", "update", "cross-stack reference", "destroy", "cascade"])
 def test_a_plan_from_what_it_reads_is_the_plan_of_the_whole_inventory(
         datastore: Datastore, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
@@ -102,15 +116,7 @@ def test_a_plan_from_what_it_reads_is_the_plan_of_the_whole_inventory(
         "cascade": PlanRequest("destroy", forma=forma(resource("a", ITEM, {})), on_dependents="cascade"),
     }
     request = requests[case]
-    read: list[str] = []
-    live_resources_in = datastore.live_resources_in
-
-    def counted(scope: ResourceScope) -> Any:
-        found = live_resources_in(scope)
-        read.extend(r.label for r in found)
-        return found
-
-    monkeypatch.setattr(datastore, "live_resources_in", counted)
+    read = labels_read(datastore, monkeypatch)
     monkeypatch.setattr(inventory_reads, "SMALL_ESTATE", 0)  # this estate of 22 is read in part
     partial = outcome(lambda: plan_from_store(datastore, request, CATALOG, {"app", "third"}, new_id))
     assert read and not any(label.startswith("e") for label in read)
@@ -132,15 +138,7 @@ def test_a_small_forma_in_an_estate_of_a_few_hundred_reads_what_it_names(
         datastore: Datastore, monkeypatch: pytest.MonkeyPatch) -> None:
     # Read whole, 250 other resources cost a plan of one resource several times what its rounds cost.
     put_many(datastore, [write(f"e{n}", {"Value": str(n)}, stack="estate", target="far") for n in range(250)])
-    read: list[str] = []
-    live_resources_in = datastore.live_resources_in
-
-    def counted(scope: ResourceScope) -> Any:
-        found = live_resources_in(scope)
-        read.extend(r.label for r in found)
-        return found
-
-    monkeypatch.setattr(datastore, "live_resources_in", counted)
+    read = labels_read(datastore, monkeypatch)
     monkeypatch.setattr(datastore, "list_resources", lambda **_: pytest.fail("the whole inventory was read"))
     request = PlanRequest("apply", "reconcile", forma(resource("a", ITEM, {"Value": "1"})))
     [change] = plan_from_store(datastore, request, CATALOG, {"app"}, new_id).resources
