@@ -56,7 +56,7 @@ def stored_policies(store: Datastore, forma: Forma | None,
         attached.setdefault(policy, set()).add(stack)
     return StoredPolicies({stack.label: tuple(inline_policies(store, stack)) for stack in stored},
                           {p.label: p for p in every_item(lambda c: store.list_policies(cursor=c, limit=PAGE))},
-                          {label: frozenset(stacks) for label, stacks in attached.items()})
+                          {label: frozenset(users) for label, users in attached.items()})
 
 
 def persist_policies(store: Datastore, changes: Iterable[PolicyChange], command_id: str) -> None:

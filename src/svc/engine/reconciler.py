@@ -198,8 +198,8 @@ def baseline(store: Datastore, sealer: Sealer, stack: str) -> Forma | None:
     if not drifted:
         return None
     declared: dict[str, ResourceVersion] = {}
-    live = every_item(lambda c: store.list_resources(parse_query(f"stack:{literal(stack)}", RESOURCE_FIELDS), cursor=c,
-                                                limit=PAGE))
+    query = parse_query(f"stack:{literal(stack)}", RESOURCE_FIELDS)
+    live = every_item(lambda c: store.list_resources(query, cursor=c, limit=PAGE))
     for resource in live:
         if resource.managed and resource.ksuid not in drifted:
             declared[resource.ksuid] = resource
