@@ -31,6 +31,23 @@ def dumps(value: Any) -> str:
     return dump_bytes(value).decode("utf-8")
 
 
+def dump_indented(value: Any, *, ascii_only: bool = False) -> bytes:
+    """JSON indented by two spaces for people to read (``svc eval``, a saved plan), as ``json.dumps(value,
+    indent=2, ensure_ascii=ascii_only)`` writes it, in UTF-8. The standard library indents in pure Python: 13 ms for
+    the 480 KB ``svc eval`` prints for 40 AWS types, a sixth of their evaluation; orjson 0.2 ms. ``ascii_only``:
+    non-ASCII characters escaped, for a terminal whatever its encoding (orjson cannot: a text with any is written
+    by the standard library)."""
+    try:
+        text: bytes | None = orjson.dumps(value, option=_OPTIONS | orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError as error:
+        if "not JSON serializable" in str(error):
+            raise TypeError(str(error)) from None
+        text = None  # e.g. a 65-bit int
+    if text is None or (ascii_only and not text.isascii()):
+        return json.dumps(value, indent=2, ensure_ascii=ascii_only).encode("utf-8")
+    return text
+
+
 def loads(text: str | bytes) -> Any:
     """The value of a JSON text; ``ValueError`` when it is not JSON."""
     return orjson.loads(text)

@@ -8,7 +8,7 @@ import typer
 
 from svc.cli.lazy import fully_loaded
 from svc.cli.main import app
-from svc.cli.output import Schema
+from svc.cli.output import Schema, yaml_text
 
 
 def commands(command: Any, path: str) -> list[tuple[str, Any]]:
@@ -24,3 +24,12 @@ def test_every_command_with_machine_output_defaults_to_json() -> None:
 
     assert len(defaults) > 20 and "svc cancel" in defaults and "svc apply" in defaults
     assert {path: default for path, default in defaults.items() if default not in (Schema.json, "json")} == {}
+
+
+def test_yaml_is_the_text_pure_python_pyyaml_writes() -> None:
+    import yaml
+
+    document = {"Resources": [{"Label": "a", "Properties": {"Name": "café", "Long": "x " * 60, "Lines": "a\nb\n",
+                                                              "Quoted": "yes", "Empty": {}, "None": [], "N": 1.5e16}}],
+                "Stacks": [{"Label": "s", "Description": None}]}
+    assert yaml_text(document) == yaml.safe_dump(document, indent=2, sort_keys=False).rstrip("\n")

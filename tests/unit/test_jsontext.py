@@ -58,3 +58,20 @@ def test_what_json_refuses_is_refused_with_type_error(value: Any) -> None:
 def test_bad_text_is_a_value_error(text: str | bytes) -> None:
     with pytest.raises(ValueError):
         jsontext.loads(text)
+
+
+@pytest.mark.parametrize("value", [
+    {"a": [1, 2, {}], "b": {"c": [], "d": None, "e": 1.5e16, "f": False}},
+    {"text": "é ✓ 中"},  # escaped for a terminal, UTF-8 in a file
+    {"big": 2**70},  # beyond orjson's 64 bits: the fallback
+    [],
+])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_indented_text_is_the_standard_librarys(value: Any, ascii_only: bool) -> None:
+    assert jsontext.dump_indented(value, ascii_only=ascii_only) == \
+        json.dumps(value, indent=2, ensure_ascii=ascii_only).encode("utf-8")
+
+
+def test_indented_text_refuses_what_json_refuses() -> None:
+    with pytest.raises(TypeError):
+        jsontext.dump_indented({"when": datetime(2026, 1, 1, tzinfo=UTC)})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,10 +11,11 @@ import typer
 from typer.core import TyperCommand
 
 from svc.cli.errors import CliError
-from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit
+from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit, yaml_text
 from svc.forma import FormaError, RenderedForma, forma_properties
 from svc.forma.arguments import evaluate_with_arguments
 from svc.forma.project_init import init_project
+from svc.jsontext import dump_indented
 from svc.model.forma_document import Property
 
 if TYPE_CHECKING:
@@ -179,12 +179,7 @@ def _print_properties_panel(rows: list[tuple[bool, str, str, str]]) -> None:
 
 def _human(schema: Schema) -> Any:
     def render(document: dict[str, Any]) -> None:
-        if schema is Schema.yaml:
-            import yaml  # only for --output-schema yaml: plan, apply and destroy import this module too
-
-            typer.echo(yaml.safe_dump(document, indent=2, sort_keys=False, allow_unicode=False).rstrip("\n"))
-        else:
-            typer.echo(json.dumps(document, indent=2))
+        typer.echo(yaml_text(document) if schema is Schema.yaml else dump_indented(document, ascii_only=True).decode())
 
     return render
 
