@@ -9,6 +9,7 @@ same way whichever encoder ran.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,35 +18,29 @@ import orjson
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
-def dump_bytes(value: Any) -> bytes:
-    """Compact UTF-8 JSON; ``TypeError`` for what is not JSON."""
+def dump_bytes(value: Any, *, indent: bool = False, ascii_only: bool = False,
+               default: Callable[[Any], Any] | None = None) -> bytes:
+    """UTF-8 JSON as ``json.dumps(value, ensure_ascii=ascii_only, default=default)`` writes it: compact, or with
+    ``indent`` indented by two spaces (for people: ``svc eval``, a saved plan); ``TypeError`` for what is not JSON
+    and ``default`` does not turn into JSON. ``ascii_only``: non-ASCII characters escaped (a terminal, whatever
+    its encoding), which orjson cannot do: a text with any is written by the standard library. The standard
+    library indents in pure Python: 13 ms for the 480 KB ``svc eval`` prints for 40 AWS types, orjson 0.2 ms;
+    compact, 156 ms for the 11 MB of 10,000 LOCAL resources against 12."""
+    option = _OPTIONS | orjson.OPT_INDENT_2 if indent else _OPTIONS
     try:
-        return orjson.dumps(value, option=_OPTIONS)
-    except orjson.JSONEncodeError as error:
-        if "not JSON serializable" in str(error):
-            raise TypeError(str(error)) from None
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")  # e.g. a 65-bit int
-
-
-def dumps(value: Any) -> str:
-    return dump_bytes(value).decode("utf-8")
-
-
-def dump_indented(value: Any, *, ascii_only: bool = False) -> bytes:
-    """JSON indented by two spaces for people to read (``svc eval``, a saved plan), as ``json.dumps(value,
-    indent=2, ensure_ascii=ascii_only)`` writes it, in UTF-8. The standard library indents in pure Python: 13 ms for
-    the 480 KB ``svc eval`` prints for 40 AWS types, a sixth of their evaluation; orjson 0.2 ms. ``ascii_only``:
-    non-ASCII characters escaped, for a terminal whatever its encoding (orjson cannot: a text with any is written
-    by the standard library)."""
-    try:
-        text: bytes | None = orjson.dumps(value, option=_OPTIONS | orjson.OPT_INDENT_2)
+        text: bytes | None = orjson.dumps(value, default=default, option=option)
     except orjson.JSONEncodeError as error:
         if "not JSON serializable" in str(error):
             raise TypeError(str(error)) from None
         text = None  # e.g. a 65-bit int
     if text is None or (ascii_only and not text.isascii()):
-        return json.dumps(value, indent=2, ensure_ascii=ascii_only).encode("utf-8")
+        return json.dumps(value, ensure_ascii=ascii_only, default=default, indent=2 if indent else None,
+                          separators=None if indent else (",", ":")).encode("utf-8")
     return text
+
+
+def dumps(value: Any) -> str:
+    return dump_bytes(value).decode("utf-8")
 
 
 def loads(text: str | bytes) -> Any:

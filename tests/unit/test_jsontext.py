@@ -67,11 +67,21 @@ def test_bad_text_is_a_value_error(text: str | bytes) -> None:
     [],
 ])
 @pytest.mark.parametrize("ascii_only", [True, False])
-def test_indented_text_is_the_standard_librarys(value: Any, ascii_only: bool) -> None:
-    assert jsontext.dump_indented(value, ascii_only=ascii_only) == \
+def test_text_is_the_standard_librarys(value: Any, ascii_only: bool) -> None:
+    assert jsontext.dump_bytes(value, indent=True, ascii_only=ascii_only) == \
         json.dumps(value, indent=2, ensure_ascii=ascii_only).encode("utf-8")
+    assert jsontext.dump_bytes(value, ascii_only=ascii_only) == \
+        json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only).encode("utf-8")
 
 
-def test_indented_text_refuses_what_json_refuses() -> None:
+@pytest.mark.parametrize("indent", [True, False])
+def test_what_json_refuses_is_refused_or_handed_to_default(indent: bool) -> None:
+    value = {"when": datetime(2026, 1, 1, tzinfo=UTC), "point": Point(1), "big": 2**70}
     with pytest.raises(TypeError):
-        jsontext.dump_indented({"when": datetime(2026, 1, 1, tzinfo=UTC)})
+        jsontext.dump_bytes(value, indent=indent)
+
+    def default(item: Any) -> Any:
+        return dataclasses.asdict(item) if isinstance(item, Point) else str(item)
+
+    assert jsontext.dump_bytes(value, indent=indent, default=default) == json.dumps(
+        value, default=default, indent=2 if indent else None, separators=None if indent else (",", ":")).encode()

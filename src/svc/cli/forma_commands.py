@@ -15,7 +15,7 @@ from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit,
 from svc.forma import FormaError, RenderedForma, forma_properties
 from svc.forma.arguments import evaluate_with_arguments
 from svc.forma.project_init import init_project
-from svc.jsontext import dump_indented
+from svc.jsontext import dump_bytes
 from svc.model.forma_document import Property
 
 if TYPE_CHECKING:
@@ -179,7 +179,10 @@ def _print_properties_panel(rows: list[tuple[bool, str, str, str]]) -> None:
 
 def _human(schema: Schema) -> Any:
     def render(document: dict[str, Any]) -> None:
-        typer.echo(yaml_text(document) if schema is Schema.yaml else dump_indented(document, ascii_only=True).decode())
+        if schema is Schema.yaml:
+            typer.echo(yaml_text(document))
+        else:
+            typer.echo(dump_bytes(document, indent=True, ascii_only=True).decode())
 
     return render
 

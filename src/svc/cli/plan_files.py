@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from svc import __version__
 from svc.cli.errors import CliError
-from svc.jsontext import dump_indented
+from svc.jsontext import dump_bytes
 from svc.model import wire
 from svc.model.wire import SimulationView, Wire, WireError
 from svc.paths import replace_file
@@ -98,7 +98,7 @@ def write_plan(path: Path, saved: SavedPlan) -> None:
     """Writes the plan (readable by its owner only, as Terraform's: it says what the infrastructure is), whole or
     not at all."""
     try:
-        replace_file(path, dump_indented(saved.to_json()) + b"\n", mode=0o600)
+        replace_file(path, dump_bytes(saved.to_json(), indent=True) + b"\n", mode=0o600)
     except OSError as error:
         raise CliError(f"cannot write the plan to {path}: {error.strerror or error}") from None
 
