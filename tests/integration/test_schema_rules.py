@@ -147,6 +147,32 @@ def test_opaque_paths_reach_secrets_at_any_depth(write_pkl) -> None:
                              "root.token"])
 
 
+def test_a_secret_value_says_opaque_unless_its_field_is_typed_secret(write_pkl) -> None:
+    # In a field typed secret a SecretValue renders its own visibility ("Clear" unless marked), as the original
+    # product does; anywhere else "Opaque", so that it stays secret. At the top, in a sub-resource, in a
+    # listing of sub-resources and in a mapping.
+    body = DEEP_SECRETS.replace("@svc.FieldHint {} names: Listing<String>?",
+                                "@svc.FieldHint {} names: Listing<String|svc.Value>?\n  @svc.FieldHint {} note: Any") \
+        .replace("class Plain extends svc.SubResource { name: String;", "class Plain extends svc.SubResource { name: Any;")
+    secret = 'new svc.SecretValue { value = "s" }'
+    path = forma(write_pkl, body, f"""new Deep {{ label = "d"; top = {secret}; note = {secret}
+    names {{ {secret} }}
+    db {{ host = "h"; password = {secret}; login {{ user = "u"; password = {secret} }} }}
+    tree {{ name = {secret} }}
+    logins {{ new {{ user = "u"; password = {secret} }} }}
+    env {{ ["k"] = {secret} }} }}""")
+    props = evaluate_forma(path).resources[0].properties
+
+    def visibility(value: dict) -> str:
+        return value["$visibility"]
+
+    assert visibility(props["top"]) == "Clear" and visibility(props["env"]["k"]) == "Clear"
+    assert visibility(props["db"]["Password"]) == "Clear" and visibility(props["db"]["Login"]["password"]) == "Clear"
+    assert visibility(props["logins"][0]["password"]) == "Clear"
+    assert visibility(props["note"]) == "Opaque" and visibility(props["names"][0]) == "Opaque"
+    assert visibility(props["tree"]["name"]) == "Opaque"
+
+
 NESTED = """
 @svc.SubResourceHint { outputKeyTransformation = (n) -> n.toUpperCase() }
 class Inner extends svc.SubResource { @svc.FieldHint { createOnly = true } depth: Int; note: String? }
