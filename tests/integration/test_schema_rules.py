@@ -231,6 +231,25 @@ def test_a_missing_required_field_in_a_sub_resource_names_its_path(write_pkl, re
                                     f'resource "w" (TEST::Box::Wall): required field `{path}` is not set')
 
 
+def test_a_sub_resource_of_a_subclass_renders_and_checks_its_own_fields(write_pkl) -> None:
+    # A property's declared sub-resource class is looked up once for all its values; a value of a subclass
+    # still has its own fields, rendered and checked, beside values of the declared class.
+    body = """
+open class Base extends svc.SubResource { port: Int }
+class Wide extends Base { wide: String; extra: String? }
+@svc.ResourceHint { type = "TEST::Box::Rack"; identifier = "$.Id" }
+class Rack extends svc.Resource {
+  @svc.FieldHint {} items: Listing<Base>?
+  @svc.FieldHint {} one: Base?
+}
+"""
+    items = 'items { new Base { port = 1 } new Wide { port = 2; wide = "w"; extra = "e" } new Base { port = 3 } }'
+    props = evaluate_forma(forma(write_pkl, body, f'new Rack {{ label = "r"; {items} }}')).resources[0].properties
+    assert props == {"items": [{"port": 1}, {"port": 2, "wide": "w", "extra": "e"}, {"port": 3}]}
+    missing = forma(write_pkl, body, 'new Rack { label = "r"; items { new Base { port = 1 } new Wide { port = 2 } } }')
+    assert error_of(missing).endswith('resource "r" (TEST::Box::Rack): required field `items[1].wide` is not set')
+
+
 def test_complete_sub_resources_pass_and_optional_ones_may_be_left_out(write_pkl) -> None:
     path = forma(write_pkl, SUBS, 'new Wall { label = "w"; rules { new { port = 1; proto = "tcp" } } }\n'
                                   '  new Wall { label = "empty" }')
