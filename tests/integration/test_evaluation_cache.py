@@ -144,6 +144,26 @@ def test_pkl_starts_before_the_lookup_for_a_forma_edited_since_its_evaluation_wa
     assert started == [0, 1] and len(renders) == 2
 
 
+def test_a_forma_edited_since_its_evaluation_was_kept_is_not_looked_up(
+        forma: Path, renders: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its kept evaluation cannot serve: it is not read (for 40 AWS types half a megabyte, to find out)."""
+    looked: list[int] = []
+    lookup = EvaluationCache.lookup
+
+    def counted(cache: EvaluationCache) -> dict | None:
+        looked.append(len(renders))
+        return lookup(cache)
+
+    monkeypatch.setattr(EvaluationCache, "lookup", counted)
+    render_forma(forma)
+    render_forma(forma)
+    assert looked == [1] and len(renders) == 1  # nothing was kept before the first; the second was served
+    kept = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"}).any_command_path.stat()
+    forma.write_text(FORMA.replace('content = "hello"', 'content = "hi"'))
+    os.utime(forma, ns=(kept.st_atime_ns, kept.st_mtime_ns + 1_000_000))
+    assert index_path(forma) == "index.html"
+    assert looked == [1] and len(renders) == 2
+
 def test_an_edit_of_the_forma_or_of_a_module_it_imports_is_evaluated(forma: Path, renders: list[Path]) -> None:
     assert index_path(forma) == "index.html"
     forma.write_text(FORMA.replace('content = "hello"', 'content = "hi"'))
