@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -424,11 +425,13 @@ def test_the_stacks_a_command_still_changes_are_those_of_its_updates_not_ended(d
 
 def test_the_last_reconcile_of_a_stack_is_the_newest_reconcile_apply_in_it(datastore: Datastore) -> None:
     """Drift's baseline: a reconcile apply that changed the stack or whose forma named it; patches, destroys,
-    synchronizations and the reconciles of other stacks (one whose label merely starts the same) do not count."""
+    synchronizations and the reconciles of other stacks (one whose label merely starts the same) do not count. It is
+    answered without its data document (the changes it made to targets, stacks and policies): which and when."""
     def put(minutes: int, stack: str, **fields: object) -> CommandRecord:
-        record = command(state="Success", start_ts=T0 + timedelta(minutes=minutes), **fields)
+        record = command(state="Success", start_ts=T0 + timedelta(minutes=minutes), end_ts=T0 + timedelta(
+            minutes=minutes, seconds=30), data={"stacks": [{"label": stack, "operation": "create"}]}, **fields)
         datastore.put_command(record, [update(record.id, minutes, stack=stack)])
-        return record
+        return replace(record, data={})
 
     baseline = put(1, "web")
     put(2, "web", mode="patch")
@@ -438,6 +441,7 @@ def test_the_last_reconcile_of_a_stack_is_the_newest_reconcile_apply_in_it(datas
     assert datastore.last_reconcile("web") == baseline and datastore.last_reconcile("webby") == other
     covering = command(state="Success", start_ts=T0 + timedelta(minutes=6))  # changed db only, named web too
     datastore.put_command(covering, [update(covering.id, 6, stack="db")], stacks=["db", "web"])
+    assert datastore.get_command(baseline.id).data == {"stacks": [{"label": "web", "operation": "create"}]}
     assert datastore.last_reconcile("web") == covering and datastore.last_reconcile("db") == covering
     assert datastore.last_reconcile("elsewhere") is None
     for minutes in range(10, 260):  # more newer commands of the stack than a page of them holds

@@ -157,7 +157,8 @@ class Datastore(Protocol):
     def stacks_updated(self, command_id: str) -> set[str]: ...
     def stacks_covered(self, command_id: str) -> list[str]: ...
     def last_reconcile(self, stack: str) -> CommandRecord | None:
-        """The newest reconcile apply that changed something in ``stack`` or whose forma named it."""
+        """The newest reconcile apply that changed something in ``stack`` or whose forma named it, without its data
+        document (``data`` empty)."""
     def delete_command(self, command_id: str) -> bool: ...
     def list_commands(self, query: Query | None = None, *, client_id: str | None = None,
                       sources: Sequence[str] | None = ..., cursor: str | None = None,
