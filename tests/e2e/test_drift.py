@@ -97,6 +97,8 @@ def test_a_hand_edit_is_synchronized_shown_refused_and_reverted(site: Site) -> N
     alias = httpx.get(f"{site.api}/stacks/web/changes-since-last-reconcile")
     assert alias.status_code == 200 and alias.json() == drift.json()
     assert httpx.get(f"{site.api}/stacks/nowhere/drift").status_code == 404
+    every = httpx.get(f"{site.api}/drift")  # every stack at once: the stacks that drifted, as each stack's route
+    assert every.status_code == 200 and every.json() == {"ModifiedStacks": {"web": drift.json()}, "Stacks": 1}
 
     refused = site.apply()
     assert refused.returncode == 1
@@ -121,6 +123,7 @@ def test_a_hand_edit_is_synchronized_shown_refused_and_reverted(site: Site) -> N
     again = site.apply()
     assert again.returncode == 0 and "No changes needed" in again.stdout, again.stdout + again.stderr
     assert httpx.get(f"{site.api}/stacks/web/drift").json() == {"ModifiedResources": []}
+    assert httpx.get(f"{site.api}/drift").json() == {"ModifiedStacks": {}, "Stacks": 1}
 
 
 NOTE = '''\

@@ -15,6 +15,7 @@ from svc.cli.http import Timeout
 from svc.model.wire import (
     CancelCommandResponse,
     CommandView,
+    EveryStackDriftView,
     ListCommandStatusResponse,
     ReconcileStackResponse,
     StackDriftView,
@@ -127,6 +128,13 @@ def stack_drift(client: AgentClient, stack: str) -> StackDriftView | None:
         return None
     raise_for(response, "stack drift")
     return decode(StackDriftView, response.content, "GET /stacks/{stack}/drift")
+
+
+def every_drift(client: AgentClient) -> EveryStackDriftView:
+    """``GET /drift``: what changed in every stack since its last reconcile, the stacks that drifted."""
+    response = client.request("GET", "/drift")
+    raise_for(response, "drift")
+    return decode(EveryStackDriftView, response.content, "GET /drift")
 
 
 def reconcile_stack(client: AgentClient, stack: str) -> str | None:

@@ -20,15 +20,10 @@ from svc.model.wire import (
     ListCommandStatusResponse,
     ReconcileRejectedData,
     StackDriftView,
-    StackView,
 )
 
 StackOption = Annotated[str | None, typer.Option("--stack", help="Only this stack (default: every stack).")]
 NoWaitOption = Annotated[bool, typer.Option("--no-wait", help="Print the command's id and return at once.")]
-
-
-def _stack_labels(client: AgentClient) -> list[str]:
-    return [stack.Label for stack in agent_api.inventory(client, "/stacks", StackView)]
 
 
 def _drift(client: AgentClient, stack: str) -> list[DriftedResource]:
@@ -48,13 +43,16 @@ def drift_command(
 
     Each resource, and each changed property (secrets as (sensitive)). Machine output: {"ModifiedStacks": {stack:
     {"ModifiedResources": […]}}}, the stacks with drift only."""
-    client = connect(cli_config(config))
-    with client:
-        labels = [stack] if stack is not None else _stack_labels(client)
-        found = {label: _drift(client, label) for label in labels}
-    drifted = ReconcileRejectedData(ModifiedStacks={label: StackDriftView(ModifiedResources=entries)
-                                                    for label, entries in found.items() if entries})
-    emit(drifted, output_consumer, output_schema, lambda _: _show_drift(drifted, len(labels)))
+    with connect(cli_config(config)) as client:
+        if stack is not None:
+            entries = _drift(client, stack)
+            modified = {stack: StackDriftView(ModifiedResources=entries)} if entries else {}
+            asked = 1
+        else:  # every stack in one request: one a stack took ~2 ms each, 1 s for 500
+            every = agent_api.every_drift(client)
+            modified, asked = every.ModifiedStacks, every.Stacks
+    drifted = ReconcileRejectedData(ModifiedStacks=modified)
+    emit(drifted, output_consumer, output_schema, lambda _: _show_drift(drifted, asked))
 
 
 def _show_drift(drifted: ReconcileRejectedData, asked: int) -> None:

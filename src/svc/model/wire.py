@@ -307,6 +307,14 @@ class ReconcileRejectedData(Wire, kw_only=True):
     ModifiedStacks: dict[str, StackDriftView]
 
 
+class EveryStackDriftView(Wire, kw_only=True):
+    """``GET /drift``: the drifted resources by stack, of the stacks that drifted, and how many stacks were
+    looked at."""
+
+    ModifiedStacks: dict[str, StackDriftView]
+    Stacks: int
+
+
 class ChangedResource(Wire, kw_only=True):
     """A resource whose stored state a synchronization pass changed (``update``, ``delete``, or ``evict`` for a
     discovered one a discovery filter now excludes)."""
