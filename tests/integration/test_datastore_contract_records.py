@@ -184,6 +184,30 @@ def test_policy_attachments_pair_live_standalone_policies_with_live_stacks(datas
     assert datastore.policy_attachments() == [("nightly", "dev"), ("nightly", "prod"), ("short", "dev")]
 
 
+
+def test_the_policies_of_many_stacks_are_read_at_once_as_stack_by_stack(datastore: Datastore) -> None:
+    prod, dev, bare = (datastore.create_stack(label) for label in ("prod", "dev", "bare"))
+    nightly = datastore.put_policy(PolicyWrite("nightly", "auto-reconcile", {"IntervalSeconds": 3600}))
+    short = datastore.put_policy(PolicyWrite("short", "ttl", {"TTLSeconds": 60}))
+    gone = datastore.put_policy(PolicyWrite("gone", "ttl", {"TTLSeconds": 1}))
+    for stack, policy in ((prod, short), (prod, nightly), (dev, nightly), (prod, gone)):
+        datastore.attach_policy(stack.id, policy.id)
+    for label, stack in (("b-own", prod), ("a-own", prod), ("dev-own", dev)):
+        datastore.put_policy(PolicyWrite(label, "ttl", {"TTLSeconds": 60}, stack_id=stack.id))
+    datastore.delete_policy(gone.id)
+    held = datastore.policies_of_stacks([prod.id, dev.id, bare.id, "no-such-stack"])
+    for stack in (prod, dev, bare):  # as asking each stack: its own policies, then those attached, each by label
+        assert held[stack.id].inline == list(datastore.list_policies(stack_id=stack.id).items)
+        assert held[stack.id].attached == list(datastore.list_attached_policies(stack.id).items)
+    assert [p.label for p in held[prod.id].inline] == ["a-own", "b-own"]
+    assert [p.label for p in held[prod.id].attached] == ["nightly", "short"]
+    assert held[bare.id].inline == held[bare.id].attached == held["no-such-stack"].inline == []
+    unknown = [new_id() for _ in range(1_000)]  # before it, they sort before it: it is in a third IN list
+    late = datastore.create_stack("late")
+    datastore.attach_policy(late.id, short.id)
+    held = datastore.policies_of_stacks([*unknown, late.id])
+    assert [p.label for p in held[late.id].attached] == ["short"] and not any(held[i].attached for i in unknown)
+
 def test_deleting_a_stack_takes_its_inline_policies_and_detaches_standalone_ones(datastore: Datastore) -> None:
     stack = datastore.create_stack("temp")
     datastore.put_policy(PolicyWrite("temp-ttl", "ttl", {"TTLSeconds": 60}, stack_id=stack.id))

@@ -6,6 +6,7 @@ Policy records hold the engine's policy document in ``data`` with the forma's wi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from svc.datastore import Datastore
@@ -19,46 +20,34 @@ def policy_json(policy: PolicyRecord) -> dict[str, Any]:
     return {**dict(policy.data), "Type": policy.policy_type, "Label": policy.label}
 
 
-def stack_policies(datastore: Datastore, stack: StackRecord, *, attached_in_full: bool = False
-                   ) -> tuple[list[dict[str, Any]], list[PolicyRecord]]:
-    """The stack's inline policies rendered in full, plus for each attached standalone policy
-    ``{"$ref": "policy://…"}`` (as a forma refers to it; the policies are returned too, for the Forma's top-level
-    ``Policies``) or, ``attached_in_full``, the policy itself (``GET /stacks``). Synchronous."""
-    rendered: list[dict[str, Any]] = []
-    attached: list[PolicyRecord] = []
-    cursor: str | None = None
-    while True:
-        page = datastore.list_policies(stack_id=stack.id, cursor=cursor, limit=_POLICY_PAGE)
-        rendered.extend(policy_json(policy) for policy in page.items)
-        if (cursor := page.next_cursor) is None:
-            break
-    while True:
-        page = datastore.list_attached_policies(stack.id, cursor=cursor, limit=_POLICY_PAGE)
-        attached.extend(page.items)
+def stack_policies(datastore: Datastore, stacks: Sequence[StackRecord], *, attached_in_full: bool = False
+                   ) -> list[tuple[list[dict[str, Any]], list[PolicyRecord]]]:
+    """For each of ``stacks``, in order: its inline policies rendered in full, plus for each attached standalone
+    policy ``{"$ref": "policy://…"}`` (as a forma refers to it; the policies are returned too, for the Forma's
+    top-level ``Policies``) or, ``attached_in_full``, the policy itself (``GET /stacks``). Synchronous."""
+    held = datastore.policies_of_stacks(stack.id for stack in stacks)
+    answers = []
+    for stack in stacks:
+        policies = held[stack.id]
+        rendered = [policy_json(policy) for policy in policies.inline]
         rendered.extend(policy_json(policy) if attached_in_full else {"$ref": f"policy://{policy.label}"}
-                        for policy in page.items)
-        if (cursor := page.next_cursor) is None:
-            break
-    return rendered, attached
+                        for policy in policies.attached)
+        answers.append((rendered, policies.attached))
+    return answers
 
 
 def standalone_policies(datastore: Datastore) -> list[dict[str, Any]]:
     """``GET /policies``: each standalone policy as ``{Label, Type, Config, AttachedStacks?}``. Synchronous."""
     users: dict[str, list[str]] = {}
-    cursor: str | None = None
-    while True:
-        page = datastore.list_stacks(cursor=cursor, limit=_POLICY_PAGE)
-        for stack in page.items:
-            for policy in stack_policies(datastore, stack)[1]:
-                users.setdefault(policy.id, []).append(stack.label)
-        if (cursor := page.next_cursor) is None:
-            break
+    for policy_label, stack_label in datastore.policy_attachments():
+        users.setdefault(policy_label, []).append(stack_label)
     listed: list[dict[str, Any]] = []
+    cursor: str | None = None
     while True:
         policies = datastore.list_policies(cursor=cursor, limit=_POLICY_PAGE)
         for policy in policies.items:
             listed.append(wire.PolicyView(Label=policy.label, Type=policy.policy_type, Config=policy_json(policy),
-                                          AttachedStacks=users.get(policy.id) or None).to_json())
+                                          AttachedStacks=users.get(policy.label) or None).to_json())
         if (cursor := policies.next_cursor) is None:
             return listed
 

@@ -29,6 +29,7 @@ from svc.model.records import (
     ResourceVersion,
     ResourceWrite,
     RunRecord,
+    StackPolicies,
     StackRecord,
     StoreOutcome,
     TargetFilter,
@@ -131,6 +132,9 @@ class Datastore(Protocol):
     def detach_policy(self, stack_id: str, policy_id: str) -> bool: ...
     def list_attached_policies(self, stack_id: str, *, cursor: str | None = None,
                                limit: int = ...) -> Page[PolicyRecord]: ...
+    def policies_of_stacks(self, stack_ids: Iterable[str]) -> dict[str, StackPolicies]:
+        """The live policies each of ``stack_ids`` holds (every id asked has an entry), in two queries."""
+
     def policy_attachments(self) -> list[tuple[str, str]]:
         """(policy label, stack label) of every live standalone policy attached to a live stack, in one query."""
 

@@ -15,7 +15,16 @@ from svc.datastore.sql_base import Retry, SqlBase, in_chunks, json_value, now, s
 from svc.datastore.sql_reaping import HEALTH_COLUMNS, forget_reaped_resources, revive_resources
 from svc.datastore.tables import HEAD_LIVE, HEAD_OLD, HEAD_TOMBSTONE, head_is, policies, stack_policies, stacks, targets
 from svc.ids import new_id
-from svc.model.records import Page, PolicyRecord, PolicyWrite, StackRecord, TargetFilter, TargetRecord, TargetWrite
+from svc.model.records import (
+    Page,
+    PolicyRecord,
+    PolicyWrite,
+    StackPolicies,
+    StackRecord,
+    TargetFilter,
+    TargetRecord,
+    TargetWrite,
+)
 
 s, t, p, sp = stacks, targets, policies, stack_policies
 
@@ -308,6 +317,21 @@ class CatalogStore(SqlBase):
         with self.read() as conn:
             return paginate(conn, statement, list_name=f"attached:{stack_id}", order=(p.c.label,), cursor=cursor,
                             limit=limit, convert=_policy)
+
+    def policies_of_stacks(self, stack_ids: Iterable[str]) -> dict[str, StackPolicies]:
+        """The live policies each of ``stack_ids`` holds, each by label: two queries for them all (chunks of ids),
+        where asking stack by stack took two a stack (``GET /stacks`` of 2,000 stacks: 1 s)."""
+        held = {stack_id: StackPolicies([], []) for stack_id in stack_ids}
+        live = head_is(p.c.head, HEAD_LIVE)
+        with self.read() as conn:
+            for chunk in in_chunks(held):
+                for row in conn.execute(sa.select(p).where(live, p.c.stack_id.in_(chunk)).order_by(p.c.label)):
+                    held[row.stack_id].inline.append(_policy(row))
+                attached = (sa.select(sp.c.stack_id.label("holder"), p).join(sp, sp.c.policy_id == p.c.id)
+                            .where(live, sp.c.stack_id.in_(chunk)).order_by(p.c.label))
+                for row in conn.execute(attached):
+                    held[row.holder].attached.append(_policy(row))
+        return held
 
     def policy_attachments(self) -> list[tuple[str, str]]:
         """(policy label, stack label) of every live standalone policy attached to a live stack: one query, not

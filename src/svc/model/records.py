@@ -270,6 +270,14 @@ class CommandRecord:
     data: Json = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class StackPolicies:
+    """The live policies a stack holds: its own (inline), and the standalone ones attached to it; each by label."""
+
+    inline: list[PolicyRecord]
+    attached: list[PolicyRecord]
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceUpdateRecord:
     """One resource's part of a command, keyed by (command_id, ksuid, operation). ``change`` is the change as

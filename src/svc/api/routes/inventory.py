@@ -69,11 +69,9 @@ def _context(store: Datastore, stack_labels: set[str], target_labels: set[str]
     """The stacks and targets the listed resources live in, and the standalone policies those stacks use."""
     stacks: list[dict[str, Any]] = []
     standalone: dict[str, PolicyRecord] = {}
-    for label in sorted(stack_labels):
-        stack = store.get_stack(label)
-        if stack is None:  # discovered resources may name a stack that was never declared
-            continue
-        rendered, attached = stack_policies(store, stack)
+    # Discovered resources may name a stack that was never declared: none is read for them.
+    declared = sorted(store.stacks_named(stack_labels), key=lambda stack: stack.label)
+    for stack, (rendered, attached) in zip(declared, stack_policies(store, declared), strict=True):
         standalone.update((policy.id, policy) for policy in attached)
         stacks.append(stack_json(stack, rendered))
     targets = [target_json(target) for label in sorted(target_labels)
@@ -118,8 +116,9 @@ async def list_stacks(request: Request, max_results: str | None = None) -> Strea
 
     def fetch(cursor: str | None, size: int) -> Page[dict[str, Any]]:
         page = store.list_stacks(cursor=cursor, limit=size)
-        return Page(tuple(stack_json(stack, stack_policies(store, stack, attached_in_full=True)[0])
-                          for stack in page.items), page.next_cursor)
+        held = stack_policies(store, page.items, attached_in_full=True)
+        return Page(tuple(stack_json(stack, rendered) for stack, (rendered, _) in zip(page.items, held, strict=True)),
+                    page.next_cursor)
 
     listing = await PagedList.open(fetch, _limit(max_results))
     if listing.empty:
