@@ -186,3 +186,8 @@ def test_targets_and_stacks_are_read_by_label_reaped_targets_included(datastore:
     assert {t.label: t.config for t in found}["t-330"] == {"Path": "t-330"}
     assert sorted(s.label for s in datastore.stacks_named([*labels, "deleted", "nope"])) == labels[::30]
     assert datastore.targets_named([]) == [] and datastore.stacks_named(set()) == []
+    live = datastore.stacks_named(labels)
+    deleted = datastore.create_stack("deleted")
+    datastore.delete_stack("deleted")
+    by_id = datastore.stacks_with_ids([*(new_id() for _ in range(600)), *(s.id for s in live), deleted.id])
+    assert by_id == sorted(live, key=lambda s: s.label) and datastore.stacks_with_ids([]) == []

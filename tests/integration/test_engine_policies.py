@@ -119,6 +119,7 @@ def test_an_expired_stack_others_refer_to_is_kept_its_dependents_read_by_key(
         stack = datastore.get_stack("base")
         assert stack is not None
         monkeypatch.setattr(type(datastore), "list_resources", lambda *_, **__: pytest.fail("read the whole inventory"))
+        monkeypatch.setattr(type(datastore), "list_stacks", lambda *_, **__: pytest.fail("read every stack"))
         expirer = StackExpirer(engine, interval=3600)
         monkeypatch.setattr("svc.engine.policy_store.Effective.deadline", lambda self, stack: stack.created_at)
         assert (await expirer.run_now()).to_json() == {"expired_stacks": [], "command_ids": []}
@@ -144,21 +145,28 @@ def test_the_auto_reconcile_schedule_looks_up_again_only_what_new_commands_recon
 
     async def scenario(engine: Engine) -> None:
         await applied(engine, guarded("a", "b", "c"))
+        await applied(engine, fake_forma(cloud, [item(f"{s}1", "1", stack=s) for s in "xyz"], stacks=tuple("xyz")))
         reconciler = AutoReconciler(engine, enabled=False)
         asked: list[str] = []
+
+        def due() -> list[str]:  # the stacks holding a policy are read by key: not every stack after every command
+            with monkeypatch.context() as patched:
+                patched.setattr(type(datastore), "list_stacks", lambda *args, **kwargs: pytest.fail("every stack"))
+                return reconciler._due()
+
         last_reconcile = datastore.last_reconcile
         monkeypatch.setattr(datastore, "last_reconcile", lambda stack: asked.append(stack) or last_reconcile(stack))
-        assert reconciler._due() == [] and sorted(asked) == ["a", "b", "c"]  # the first read: every stack's
+        assert due() == [] and sorted(asked) == ["a", "b", "c"]  # the first read: every policy stack's
         view = await applied(engine, guarded("b", value="2"))  # a reconcile of b
         await applied(engine, fake_forma(cloud, [item("c1", "3", stack="c")], stacks=("c",)), "patch")
         before = dict(reconciler._last)
         asked.clear()  # planning a reconcile looks its stacks' up too
-        assert reconciler._due() == [] and asked == []  # b's reconcile is the new commands': its end is b's anchor
+        assert due() == [] and asked == []  # b's reconcile is the new commands': its end is b's anchor
         reconcile_b = datastore.last_reconcile("b")
         assert reconcile_b is not None and reconcile_b.id == view.CommandId
         assert reconciler._last == {**before, "b": reconcile_b.end_ts} and reconcile_b.end_ts > before["b"]
         asked.clear()
-        assert reconciler._due() == [] and asked == []  # no command since: nothing read again
+        assert due() == [] and asked == []  # no command since: nothing read again
 
     run(datastore, tmp_path, scenario)
 

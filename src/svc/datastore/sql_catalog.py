@@ -138,9 +138,16 @@ class CatalogStore(SqlBase):
 
     def stacks_named(self, labels: Iterable[str]) -> list[StackRecord]:
         """The live stacks among ``labels``, read by key (a plan's few, not every stack of the estate)."""
+        return self._live_stacks_where(s.c.label, labels)
+
+    def stacks_with_ids(self, stack_ids: Iterable[str]) -> list[StackRecord]:
+        """The live stacks among ``stack_ids``, by label (the few a background job's policies name)."""
+        return sorted(self._live_stacks_where(s.c.id, stack_ids), key=lambda stack: stack.label)
+
+    def _live_stacks_where(self, column: sa.Column[Any], keys: Iterable[str]) -> list[StackRecord]:
         with self.read() as conn:
-            return [_stack(row) for chunk in in_chunks(set(labels))
-                    for row in conn.execute(sa.select(s).where(head_is(s.c.head, HEAD_LIVE), s.c.label.in_(chunk)))]
+            return [_stack(row) for chunk in in_chunks(set(keys))
+                    for row in conn.execute(sa.select(s).where(head_is(s.c.head, HEAD_LIVE), column.in_(chunk)))]
 
     def _live_stack(self, conn: sa.Connection, label: str) -> sa.Row[Any] | None:
         return conn.execute(_LIVE_STACK, {"label": label}).first()

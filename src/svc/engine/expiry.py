@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from svc.engine.background import PeriodicJob
 from svc.engine.errors import EngineError
 from svc.engine.planner import UNMANAGED_STACK
-from svc.engine.policy_store import Effective, active_command, all_stacks, literal, policies_in_force
+from svc.engine.policy_store import Effective, active_command, literal, policies_in_force
 from svc.engine.service import Caller, DestroyRequest
 from svc.model.records import ResourceScope, StackRecord
 
@@ -64,8 +64,8 @@ class StackExpirer(PeriodicJob):
         store, now = self.engine.store, datetime.now(UTC)
         found = []
         held = policies_in_force(store, "ttl")
-        for stack in all_stacks(store):
-            ttl = held.get(stack.id) if stack.label != UNMANAGED_STACK else None
+        for stack in store.stacks_with_ids(held):
+            ttl = held[stack.id] if stack.label != UNMANAGED_STACK else None
             if ttl is None or ttl.deadline(stack) > now:
                 continue
             if active_command(store, stack.label) is not None:
