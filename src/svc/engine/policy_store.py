@@ -29,14 +29,6 @@ def literal(value: str) -> str:
     return "".join("\\" + char for char in value)
 
 
-def inline_policies(store: Datastore, stack: StackRecord) -> list[PolicyRecord]:
-    return every_item(lambda c: store.list_policies(stack_id=stack.id, cursor=c, limit=PAGE))
-
-
-def attached_policies(store: Datastore, stack: StackRecord) -> list[PolicyRecord]:
-    return every_item(lambda c: store.list_attached_policies(stack.id, cursor=c, limit=PAGE))
-
-
 def stored_policies(store: Datastore, forma: Forma | None,
                     stacks: Mapping[str, StackRecord] | None = None) -> StoredPolicies:
     """The stored policies a plan of ``forma`` compares against: the inline ones of its stacks, every standalone
@@ -54,7 +46,8 @@ def stored_policies(store: Datastore, forma: Forma | None,
     attached: dict[str, set[str]] = {}
     for policy, stack in store.policy_attachments():
         attached.setdefault(policy, set()).add(stack)
-    return StoredPolicies({stack.label: tuple(inline_policies(store, stack)) for stack in stored},
+    held = store.policies_of_stacks(stack.id for stack in stored)
+    return StoredPolicies({stack.label: tuple(held[stack.id].inline) for stack in stored},
                           {p.label: p for p in every_item(lambda c: store.list_policies(cursor=c, limit=PAGE))},
                           {label: frozenset(users) for label, users in attached.items()})
 
@@ -118,7 +111,8 @@ class Effective:
 def effective_policies(store: Datastore, stack: StackRecord) -> dict[str, Effective]:
     """The stack's effective policy per type (``ttl``, ``auto-reconcile``)."""
     found: dict[str, Effective] = {}
-    for policy in [*inline_policies(store, stack), *attached_policies(store, stack)]:
+    held = store.policies_of_stacks([stack.id])[stack.id]
+    for policy in [*held.inline, *held.attached]:
         found.setdefault(policy.policy_type, Effective(policy))
     return found
 
