@@ -184,7 +184,6 @@ def test_policy_attachments_pair_live_standalone_policies_with_live_stacks(datas
     assert datastore.policy_attachments() == [("nightly", "dev"), ("nightly", "prod"), ("short", "dev")]
 
 
-
 def test_the_policies_of_many_stacks_are_read_at_once_as_stack_by_stack(datastore: Datastore) -> None:
     prod, dev, bare = (datastore.create_stack(label) for label in ("prod", "dev", "bare"))
     nightly = datastore.put_policy(PolicyWrite("nightly", "auto-reconcile", {"IntervalSeconds": 3600}))
@@ -207,6 +206,7 @@ def test_the_policies_of_many_stacks_are_read_at_once_as_stack_by_stack(datastor
     datastore.attach_policy(late.id, short.id)
     held = datastore.policies_of_stacks([*unknown, late.id])
     assert [p.label for p in held[late.id].attached] == ["short"] and not any(held[i].attached for i in unknown)
+
 
 def test_deleting_a_stack_takes_its_inline_policies_and_detaches_standalone_ones(datastore: Datastore) -> None:
     stack = datastore.create_stack("temp")
