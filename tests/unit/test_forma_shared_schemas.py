@@ -3,6 +3,7 @@ forma held 100,000 copies), and a bad descriptor is still reported where it is."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -61,3 +62,16 @@ def test_a_bad_listed_descriptor_is_reported_at_the_resources_that_use_it() -> N
     with pytest.raises(ValidationError) as raised:
         Forma.model_validate({"Schemas": [{"Fields": ["Value"]}], "Resources": [{**resource, "SchemaIndex": 0}]})
     assert [error["loc"] for error in raised.value.errors()] == [("Resources", 0, "Schema", "Identifier")]
+
+
+def test_the_forma_json_dumps_each_descriptor_once_in_the_models_own_rendering() -> None:
+    resources = [_resource("a", dict(ITEM_SCHEMA)), _resource("b", dict(ITEM_SCHEMA)), _resource("c", dict(OTHER_SCHEMA))]
+    forma = Forma.model_validate({"Stacks": [{"Label": "app"}], "Resources": resources})
+    rendered = forma.to_json()
+    # Byte for byte what pydantic dumps of the whole model (key order included), less what is empty.
+    whole = forma.model_dump(mode="json", by_alias=True, exclude_none=True)
+    del whole["Description"], whole["Properties"], whole["Stacks"][0]["Policies"]
+    assert json.dumps(rendered) == json.dumps(whole)
+    assert list(rendered["Resources"][0]) == ["Label", "Type", "Stack", "Target", "Schema", "Properties", "Managed"]
+    a, b, c = rendered["Resources"]
+    assert a["Schema"] is b["Schema"] and a["Schema"] is not c["Schema"]

@@ -141,25 +141,39 @@ class Forma(WireModel):
 
     def to_json(self) -> dict[str, Any]:
         """The forma JSON as the original product renders it: what is unset or empty is left out (a
-        description that says nothing, no CLI properties, a stack's empty policies)."""
-        return self._rendered(super().to_json())
+        description that says nothing, no CLI properties, a stack's empty policies). The resources of one
+        descriptor share its dict (dumped once: 10,000 resources of one type spent 0.15 s dumping it for each)."""
+        document = self._rendered(self._dumped_without_schemas())
+        schemas, places = self._schema_places()
+        document["Resources"] = [_with_schema(rendered, schemas[place])
+                                 for rendered, place in zip(document["Resources"], places, strict=True)]
+        return document
 
     def to_wire(self) -> dict[str, Any]:
         """The forma JSON as the CLI sends it: as ``to_json``, but each distinct descriptor once (``Schemas``) and
         each resource naming its own by its place there (``SchemaIndex``). A forma of 1,000 resources of one
         type carried its descriptor 1,000 times, which the agent read and compared 1,000 times."""
-        document = self._rendered(self.model_dump(mode="json", by_alias=True, exclude_none=True,
-                                                  exclude={"resources": {"__all__": {"schema_"}}}))
-        places: dict[int, int] = {}
-        schemas: list[dict[str, Any]] = []
-        for resource, rendered in zip(self.resources, document.get("Resources", ()), strict=True):
-            place = places.get(id(resource.schema_))
-            if place is None:
-                place = places[id(resource.schema_)] = len(schemas)
-                schemas.append(resource.schema_.to_json())
+        document = self._rendered(self._dumped_without_schemas())
+        schemas, places = self._schema_places()
+        for rendered, place in zip(document["Resources"], places, strict=True):
             rendered["SchemaIndex"] = place
         document[LISTED_SCHEMAS] = schemas
         return document
+
+    def _dumped_without_schemas(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True,
+                               exclude={"resources": {"__all__": {"schema_"}}})
+
+    def _schema_places(self) -> tuple[list[dict[str, Any]], list[int]]:
+        """Each distinct descriptor dumped once (the resources of a type share one model: ``_share_schemas``),
+        and each resource's place among them."""
+        places: dict[int, int] = {}
+        schemas: list[dict[str, Any]] = []
+        for resource in self.resources:
+            if id(resource.schema_) not in places:
+                places[id(resource.schema_)] = len(schemas)
+                schemas.append(resource.schema_.to_json())
+        return schemas, [places[id(resource.schema_)] for resource in self.resources]
 
     def _rendered(self, document: dict[str, Any]) -> dict[str, Any]:
         if not self.properties:
@@ -170,6 +184,16 @@ class Forma(WireModel):
             if not stack.get("Policies"):
                 stack.pop("Policies", None)
         return document
+
+
+def _with_schema(rendered: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """A resource's dump with its descriptor where the model's field order has it: after ``Target``."""
+    ordered: dict[str, Any] = {}
+    for key, value in rendered.items():
+        ordered[key] = value
+        if key == "Target":
+            ordered["Schema"] = schema
+    return ordered
 
 
 def _indexed_schemas(resources: list[Any] | tuple[Any, ...], listed: list[Any]) -> list[Any]:
