@@ -5,6 +5,7 @@ Commands are made by real applies through the FAKE plugin, by two CLI clients (t
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -94,6 +95,18 @@ def test_scope_query_and_max_results(history: History) -> None:
     assert bad.status_code == 400 and bad.json()["error"] == "InvalidQueryError"
 
 
+def test_a_list_of_commands_can_count_the_updates_instead_of_listing_them(history: History) -> None:
+    full = history.get("/commands/status", history.me, scope="agent").json()["Commands"]
+    counted = history.get("/commands/status", history.me, scope="agent", counts="true").json()["Commands"]
+    assert [c["CommandId"] for c in counted] == [c["CommandId"] for c in full]
+    for listed, whole in zip(counted, full, strict=True):
+        assert listed["ResourceUpdates"] == [] and whole["ResourceUpdates"]
+        assert listed["UpdateCounts"] == dict(Counter(u["State"] for u in whole["ResourceUpdates"]))
+        assert {k: v for k, v in listed.items() if k not in ("ResourceUpdates", "UpdateCounts")} == \
+            {k: v for k, v in whole.items() if k != "ResourceUpdates"}
+    assert [c["UpdateCounts"] for c in counted if c["CommandId"] == history.failed] == [{"Failed": 1}]
+
+
 def test_one_command_by_id_from_any_client(history: History) -> None:
     response = history.get(f"/commands/{history.failed}/status", "someone-else")
     assert response.status_code == 200
@@ -120,6 +133,8 @@ def test_cli_command_status_and_list(history: History) -> None:
     assert listed.returncode == 0 and listed.stdout.count("CommandId:") == 3
     table = world.svc("command", "list", "--query", "status:Success")
     assert history.ok in table.stdout and history.theirs in table.stdout and history.failed not in table.stdout
+    every = world.svc("command", "list").stdout  # the updates counted by the agent (counts=true), not listed
+    assert [line.split()[-2:] for line in every.splitlines() if history.failed in line] == [["1", "Failed"]], every
 
 
 def test_cli_deprecated_alias_and_errors(history: History) -> None:

@@ -36,6 +36,7 @@ class Answers:
     def __init__(self) -> None:
         self.by_path: dict[str, Any] = {"/api/v1/stats": STATS}
         self.asked: list[str] = []  # the paths requested, in order
+        self.queries: list[str] = []  # and their query strings
 
 
 @pytest.fixture
@@ -45,7 +46,9 @@ def agent(tmp_path: Path) -> Iterator[tuple[Answers, Path]]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the base class's name
-            answers.asked.append(self.path.partition("?")[0])
+            path, _, query = self.path.partition("?")
+            answers.asked.append(path)
+            answers.queries.append(query)
             found = answers.by_path.get(answers.asked[-1])
             body = json.dumps(found if found is not None else {"error": "no such path"}).encode()
             self.send_response(200 if found is not None else 404)
@@ -95,6 +98,21 @@ def test_machine_output_is_the_agents_document(agent: tuple[Answers, Path],
     answers.by_path["/api/v1/commands/2Yc0mmand/status"] = {"Commands": [COMMAND]}
     assert main(["command", "status", "2Yc0mmand", "--config", str(config), "--output-consumer", "machine"]) == 0
     assert json.loads(capsys.readouterr().out) == {"Commands": [COMMAND]}
+
+
+def test_the_command_table_asks_the_agent_to_count_the_updates_not_to_list_them(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``svc command list`` shows each command's updates counted by state: it asks for the counts (``counts=true``);
+    the machine document lists every update, as the agent's API does."""
+    answers, config = agent
+    answers.by_path["/api/v1/commands/status"] = {"Commands": [{**COMMAND, "ResourceUpdates": [],
+                                                                "UpdateCounts": {"Success": 3}}]}
+    assert main(["command", "list", "--config", str(config)]) == 0
+    assert "3 Success" in capsys.readouterr().out
+    assert main(["command", "list", "--config", str(config), "--output-consumer", "machine"]) == 0
+    asked = [query for path, query in zip(answers.asked, answers.queries, strict=True)
+             if path == "/api/v1/commands/status"]
+    assert ["counts=true" in query.split("&") for query in asked] == [True, False]
 
 
 def test_an_answer_missing_a_field_the_cli_needs_is_one_line_error(

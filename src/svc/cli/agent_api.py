@@ -81,8 +81,9 @@ def _wait(seconds: float) -> dict[str, str]:
 
 
 def commands(client: AgentClient, *, query: str = "", scope: str = "client",
-             max_results: int | None = None) -> list[CommandView]:
-    params: dict[str, str] = {"scope": scope}
+             max_results: int | None = None, counts: bool = False) -> list[CommandView]:
+    """``counts``: each command with its updates counted by state (``UpdateCounts``), none of them listed."""
+    params: dict[str, str] = {"scope": scope, **({"counts": "true"} if counts else {})}
     if query:
         params["query"] = query
     if max_results is not None:

@@ -81,8 +81,9 @@ def _list(config: Path | None, query: str, max_results: int, consumer: Consumer,
         raise CliError("--max-results must be 0 (the most the agent allows) or more")
     client = connect(cli_config(config))
     with client:
+        # The table shows each command's updates counted by state: only the machine document lists them.
         commands = agent_api.commands(client, query=query.strip(), scope="agent",
-                                      max_results=max_results or _LIST_CEILING)
+                                      max_results=max_results or _LIST_CEILING, counts=consumer is Consumer.human)
     if consumer is Consumer.machine:
         emit(ListCommandStatusResponse(Commands=commands), consumer, schema, print)
     elif not commands:
@@ -116,7 +117,8 @@ def command_list(
     output_consumer: ConsumerOption = Consumer.human,
     output_schema: SchemaOption = Schema.json,
 ) -> None:
-    """List commands of every client, newest first."""
+    """List commands of every client, newest first: each with its resource updates counted by state (the machine
+    document lists every update)."""
     _list(config, query, max_results, output_consumer, output_schema)
 
 

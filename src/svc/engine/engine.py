@@ -149,9 +149,9 @@ class Engine:
             await _stored_end(self.store, command_id, timeout)
 
     async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
-                       max_results: int) -> list[StoredCommand]:
+                       max_results: int, counts: bool = False) -> list[StoredCommand]:
         return await asyncio.to_thread(queries.list_commands, self.store, query, caller, scope=scope,
-                                       max_results=max_results)
+                                       max_results=max_results, counts=counts)
 
     async def cancel(self, query: str, caller: Caller, *, force: bool) -> CancelOutcome | None:
         return await cancel.cancel(self.store, self.runs, query, caller, force=force)

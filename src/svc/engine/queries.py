@@ -74,14 +74,20 @@ def read_command(store: Datastore, command_id: str, *, summary: bool = False,
 
 
 def list_commands(store: Datastore, query: str, caller: Caller, *, scope: Literal["client", "agent"],
-                  max_results: int) -> list[StoredCommand]:
-    """The query's matches, else the caller's latest command (``client``) or everyone's (``agent``)."""
-    if query.strip():
-        found = store.list_commands(parse_query(query, COMMAND_FIELDS), client_id=caller.client_id,
-                                    limit=max_results).items
-    elif scope == "client":
-        found = store.list_commands(parse_query("client:me", COMMAND_FIELDS), client_id=caller.client_id,
-                                    limit=1).items
-    else:
-        found = store.list_commands(limit=max_results).items
+                  max_results: int, counts: bool = False) -> list[StoredCommand]:
+    """The query's matches, else the caller's latest command (``client``) or everyone's (``agent``). ``counts``:
+    each command's updates counted by state instead of read (a list of commands shown as a table needs no more;
+    read, one command of 20,000 updates made listing the last 50 commands take two seconds)."""
+    with store.snapshot():  # the commands and their counts as of one moment, in one read transaction
+        if query.strip():
+            found = store.list_commands(parse_query(query, COMMAND_FIELDS), client_id=caller.client_id,
+                                        limit=max_results).items
+        elif scope == "client":
+            found = store.list_commands(parse_query("client:me", COMMAND_FIELDS), client_id=caller.client_id,
+                                        limit=1).items
+        else:
+            found = store.list_commands(limit=max_results).items
+        if counts:
+            return [StoredCommand(command, (), summary=True,
+                                  update_counts=store.count_resource_update_states(command.id)) for command in found]
     return [StoredCommand(command, StoredUpdates(store, command.id)) for command in found]

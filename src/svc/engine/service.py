@@ -183,9 +183,9 @@ class CommandService(Protocol):
         """Returns once the command's execution in this agent has ended, or after ``timeout`` seconds."""
 
     async def commands(self, query: str, caller: Caller, *, scope: Literal["client", "agent"],
-                       max_results: int) -> list[StoredCommand]:
+                       max_results: int, counts: bool = False) -> list[StoredCommand]:
         """Newest first; only user commands (not sync/discovery). Empty query + client scope = the
-        caller's latest command."""
+        caller's latest command. ``counts``: no updates read, each command's counted by state instead."""
 
     async def cancel(self, query: str, caller: Caller, *, force: bool) -> CancelOutcome | None:
         """``None`` when nothing was in progress to cancel."""

@@ -118,9 +118,10 @@ def _time(text: str) -> datetime:
 
 @router.get("/commands/status",
             summary="Commands, newest first: the query's matches, else the caller's latest (scope=client) or "
-                    "everyone's (scope=agent). 404 when there are none.")
+                    "everyone's (scope=agent). counts=true: no resource update listed, each command's counted by "
+                    "state instead (UpdateCounts; what a table of commands needs). 404 when there are none.")
 async def list_commands(request: Request, query: str = "", scope: str = "client",
-                        max_results: str | None = None) -> Response:
+                        max_results: str | None = None, counts: str = "") -> Response:
     caller = deps.caller(request)
     if scope not in ("client", "agent"):
         raise bad_request(f"scope must be client or agent, not {scope!r}")
@@ -128,7 +129,7 @@ async def list_commands(request: Request, query: str = "", scope: str = "client"
     query = query.strip()
     parse_query(query, COMMAND_FIELDS)  # a bad query is a 400 before the engine is asked
     commands = await deps.service(request).commands(query, caller, scope="agent" if scope == "agent" else "client",
-                                                    max_results=limit)
+                                                    max_results=limit, counts=counts.lower() == "true")
     if not commands:
         raise not_found("no commands match")
     return streamed(await deps.in_thread(status_parts, commands))
