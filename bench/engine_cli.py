@@ -45,6 +45,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -200,8 +202,14 @@ class Cli:
         return Timed(seconds, end - start, spent, command.get("CommandId"), start - begun, ended - end)
 
     def latest_command(self) -> dict[str, Any] | None:
-        listed = json.loads(self.svc("command", "list", "--max-results", "1", "--output-consumer", "machine"))
-        commands = listed if isinstance(listed, list) else listed.get("Commands") or []
+        """The newest command, its updates counted, not listed (``svc command list``'s machine document lists all
+        of them: at 100,000 that bookkeeping took longer than the no-op it surrounds)."""
+        response = httpx.get(f"{self.agent.url}/api/v1/commands/status", headers={"Client-ID": "bench"}, timeout=60,
+                             params={"scope": "agent", "max_results": "1", "counts": "true"})
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        commands = response.json()["Commands"]
         return commands[0] if commands else None
 
     def phases(self, command_id: str) -> Phases | None:
