@@ -115,6 +115,19 @@ def test_the_command_table_asks_the_agent_to_count_the_updates_not_to_list_them(
     assert ["counts=true" in query.split("&") for query in asked] == [True, False]
 
 
+def test_following_the_latest_command_asks_for_its_id_without_its_updates(
+        agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    answers, config = agent
+    answers.by_path["/api/v1/commands/status"] = {"Commands": [{**COMMAND, "ResourceUpdates": [],
+                                                                "UpdateCounts": {"Success": 1}}]}
+    answers.by_path["/api/v1/commands/2Yc0mmand/status"] = {"Commands": [COMMAND]}
+    assert main(["command", "status", "--follow", "--config", str(config)]) == 0
+    assert "succeeded" in capsys.readouterr().out
+    [latest] = [query for path, query in zip(answers.asked, answers.queries, strict=True)
+                if path == "/api/v1/commands/status"]
+    assert "counts=true" in latest.split("&")
+
+
 def test_an_answer_missing_a_field_the_cli_needs_is_one_line_error(
         agent: tuple[Answers, Path], capsys: pytest.CaptureFixture[str]) -> None:
     answers, config = agent

@@ -64,8 +64,8 @@ def _follow_one(config: Path | None, command_id: str | None, consumer: Consumer,
 
 
 def _followed(client: AgentClient, command_id: str | None) -> CommandView:
-    if command_id is None:
-        latest = agent_api.commands(client, scope="client", max_results=1)
+    if command_id is None:  # its id is all it takes: its updates are counted, not read, then followed
+        latest = agent_api.commands(client, scope="client", max_results=1, counts=True)
         if not latest:
             raise CliError("this client has run no commands yet; give the id of the command to follow "
                            "(svc command list shows them)")
