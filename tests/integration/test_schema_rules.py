@@ -397,6 +397,27 @@ class Shape extends svc.Resource {
     assert result.resources[1].properties == {"Size": 1}  # the condition is false: the raw value
 
 
+def test_a_references_property_is_its_wire_key(write_pkl) -> None:
+    # `res` names each property by its wire key (the hint's outputField, else the class's transformation),
+    # worked out only for the member a reference reads.
+    body = """
+class UpperHint extends svc.ResourceHint { outputKeyTransformation = (n) -> n.capitalize() }
+@UpperHint { type = "TEST::Box::Link"; identifier = "$.Id" }
+class Link extends svc.Resource {
+  @svc.FieldHint { outputField = "custom_key" } renamed: (String | svc.Resolvable)?
+  @svc.FieldHint {} lowerCase: (String | svc.Resolvable)?
+  @svc.FieldHint {} items: Listing<String>?
+}
+"""
+    resources = ('local a = new Link { label = "a"; renamed = "r" }\n  a\n'
+                 '  new Link { label = "b"; renamed = a.res.lowerCase; lowerCase = a.res.renamed }\n'
+                 '  new Link { label = "c"; renamed = a.res.items.at(1) }')
+    result = evaluate_forma(forma(write_pkl, body, resources))
+    b, c = (resource.properties for resource in result.resources[1:])
+    assert (b["custom_key"]["$property"], b["LowerCase"]["$property"]) == ("LowerCase", "custom_key")
+    assert c["custom_key"]["$property"] == "Items.1"
+
+
 def test_schema_query_lists_keys_with_a_flag(write_pkl) -> None:
     path = forma(write_pkl, NESTED, 'new Tree { label = "t" }')
     assert schema_of(path).query("create_only") == ["root.inner.DEPTH", "items.DEPTH"]
