@@ -35,6 +35,7 @@ from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.plan_files import SavedPlan, is_saved_plan, read_plan
+from svc.cli.waiting import PLANNING, waiting_line
 from svc.model.wire import ListCommandStatusResponse, SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
@@ -165,8 +166,9 @@ def _submit(client: AgentClient, submission: Submission, simulate: bool,
     if expected is not None:
         fields["expected_plan"] = json.dumps(expected, separators=(",", ":"))
     try:
-        return agent_api.submit(client, command=submission.command, action=submission.command,
-                                forma=submission.forma, simulate=simulate, **fields)
+        with waiting_line(PLANNING):
+            return agent_api.submit(client, command=submission.command, action=submission.command,
+                                    forma=submission.forma, simulate=simulate, **fields)
     except AgentRefused as refused:
         if refused.kind == "PlanChanged" and submission.expected_plan is None:  # the plan shown moments ago
             raise CliError(f"{submission.command} refused: the inventory changed since the plan was shown "

@@ -12,6 +12,7 @@ from typer.core import TyperCommand
 
 from svc.cli.errors import CliError
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, emit, yaml_text
+from svc.cli.waiting import waiting_line
 from svc.forma import FormaError, RenderedForma, forma_properties
 from svc.forma.arguments import evaluate_with_arguments
 from svc.forma.project_init import init_project
@@ -80,8 +81,9 @@ def evaluate_with_flags(file: Path, args: Sequence[str], *, command: str, mode: 
     """Evaluates a forma with its property flags taken from ``args`` (what apply and destroy use too);
     ``meanwhile``: as for ``render_forma``."""
     try:
-        return evaluate_with_arguments(file, args, parse_property_flags, command=command, mode=mode,
-                                       meanwhile=meanwhile)
+        with waiting_line(f"evaluating {file}"):
+            return evaluate_with_arguments(file, args, parse_property_flags, command=command, mode=mode,
+                                           meanwhile=meanwhile)
     except FormaError as exc:
         raise CliError(str(exc)) from exc
 

@@ -23,6 +23,7 @@ from svc.cli.errors import CliError
 from svc.cli.forma_commands import Mode, evaluate_with_flags
 from svc.cli.output import Consumer, ConsumerOption, Schema, SchemaOption, console, emit
 from svc.cli.plan_files import SavedPlan, plan_title, write_plan
+from svc.cli.waiting import PLANNING, waiting_line
 from svc.model.wire import SubmitCommandResponse
 from svc.pkl import stop_shared_server
 
@@ -65,8 +66,9 @@ def plan_command(
     stop_shared_server(wait=False)  # evaluating is over
     with client:
         try:
-            response = agent_api.submit(client, command=command, action="plan", forma=forma.to_wire(), simulate=True,
-                                        seal_secrets=out is not None, **fields)
+            with waiting_line(PLANNING):
+                response = agent_api.submit(client, command=command, action="plan", forma=forma.to_wire(),
+                                            simulate=True, seal_secrets=out is not None, **fields)
         except AgentRefused as refused:
             if refused.kind == "ReconcileRejected" and output_consumer is Consumer.human:
                 explain_drift(client, refused.data, title)
