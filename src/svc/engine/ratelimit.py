@@ -13,40 +13,60 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from types import TracebackType
+
+_GATHER = 0.005  # seconds: how often at most waiting takers are released, together
 
 
 class TokenBucket:
+    """``rate`` tokens a second, at most ``capacity`` stored (default: a second's worth). A taker that finds none
+    waits its turn (first come, first served); waiting takers are released together, as many as the tokens the
+    refill has made, at most every ``_GATHER`` seconds: at 1,000 a second, five every 5 ms rather than one every
+    millisecond, so that their calls reach the plugin in one write to its pipe, which wakes it once (the agent's
+    event loop spent a fifth of its time in those writes, one per call)."""
+
     def __init__(self, rate: float, capacity: float | None = None) -> None:
         self.rate = max(rate, 0.001)
         self.capacity = capacity if capacity is not None else max(rate, 1.0)
         self.tokens = self.capacity
         self.updated = time.monotonic()
-        self._lock = asyncio.Lock()
-        self._queued = 0  # takers waiting (in the lock or for a refill): a newcomer may not pass them
+        self._waiting: deque[asyncio.Future[None]] = deque()  # takers waiting, in arrival order
+        self._release: asyncio.TimerHandle | None = None
 
     def _refill(self) -> None:
         now = time.monotonic()
         self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
         self.updated = now
 
-    def _take_now(self) -> bool:
-        self._refill()
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return True
-        return False
-
     async def take(self) -> None:
-        if not self._queued and self._take_now():
+        if not self._waiting:  # nobody queued: a newcomer may not pass those who are
+            self._refill()
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return
+        taker = asyncio.get_running_loop().create_future()
+        self._waiting.append(taker)
+        self._schedule()
+        await taker  # canceled while waiting: skipped when its turn comes, its token left in the bucket
+
+    def _schedule(self) -> None:
+        """Releases waiting takers once the tokens for a group of them have been made."""
+        if self._release is not None or not self._waiting:
             return
-        self._queued += 1
-        try:
-            async with self._lock:  # FIFO: waiters are served in arrival order
-                while not self._take_now():
-                    await asyncio.sleep((1 - self.tokens) / self.rate)
-        finally:
-            self._queued -= 1
+        wanted = min(len(self._waiting), max(1.0, self.rate * _GATHER), self.capacity)
+        delay = max(wanted - self.tokens, 0.0) / self.rate + 1e-6  # a hair more: no token short by a rounding
+        self._release = asyncio.get_running_loop().call_later(delay, self._release_waiting)
+
+    def _release_waiting(self) -> None:
+        self._release = None
+        self._refill()
+        while self._waiting and self.tokens >= 1:
+            taker = self._waiting.popleft()
+            if not taker.done():  # not canceled
+                self.tokens -= 1
+                taker.set_result(None)
+        self._schedule()
 
 
 class NamespaceLimits:
