@@ -4,6 +4,7 @@ a forma this small evaluates well within the second a user waits before the line
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,18 +31,8 @@ forma {
 NOTHING_TO_DO = {"CommandId": "", "Simulation": {"ChangesRequired": False}}
 
 
-class Terminal:
+class Terminal(io.StringIO):
     """Standard error on a terminal: what is written, kept."""
-
-    def __init__(self) -> None:
-        self.written: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.written.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
     def isatty(self) -> bool:
         return True
@@ -71,10 +62,10 @@ def test_an_apply_says_it_evaluates_then_that_the_agent_plans(
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["apply", str(forma), "--yes", "--config", str(slow_agent)]) == 0
     assert "No changes needed" in capsys.readouterr().out
-    lines = [text for text in "".join(terminal.written).split(waiting.ERASE) if text]
+    lines = [text for text in terminal.getvalue().split(waiting.ERASE) if text]
     assert lines[0].startswith(f"evaluating {forma}... ")
     assert lines[-1].startswith(f"{waiting.PLANNING}... ")
-    assert "".join(terminal.written).endswith(waiting.ERASE)  # both erased: nothing left on the line
+    assert terminal.getvalue().endswith(waiting.ERASE)  # both erased: nothing left on the line
 
 
 def test_off_a_terminal_the_cli_says_nothing_while_it_waits(

@@ -8,9 +8,7 @@ import time
 
 import pytest
 
-from svc.cli.waiting import waiting_line
-
-ERASE = "\r\x1b[2K"
+from svc.cli.waiting import ERASE, waiting_line
 
 
 class Terminal(io.StringIO):
