@@ -83,6 +83,16 @@ def _render_fields(pkl_class: PklClass, *, resource: bool) -> str:
     return "\n".join(out)
 
 
+def _listed_res(pkl_class: PklClass) -> str:
+    """The class's own ``res``, one member per property, each built when read (``svc.resolvableOfProperty``):
+    the reflective ``res`` of ``svc.Resource`` builds one for every property of every resource another one
+    refers to, most of evaluating a forma of references to types with dozens of properties. The class is
+    closed, so no subclass can declare a property this does not list."""
+    members = "".join(f"    {naming.quoted(f.name)} = svc.resolvableOfProperty(outer, {pkl_literals.string(f.name)})\n"
+                      for f in pkl_class.fields)
+    return f"\n  hidden res: Dynamic = new Dynamic {{\n{members}  }}\n"
+
+
 def _render_sub_resource(pkl_class: PklClass) -> str:
     wire_keys = _wire_keys(pkl_class.fields, "  ")
     annotation = f"@aws.SubResourceHint {{\n{wire_keys}}}\n" if wire_keys else "@aws.SubResourceHint\n"
@@ -125,7 +135,8 @@ def render_module(schema: TypeSchema, relation: ParentRelation | None) -> str:
         HEADER + pkl_literals.doc_comment(f"`{schema.name}`") + f"module {module_name}\n\n"
         'import "@svc/svc.pkl"\nimport "../aws.pkl"\n',
         pkl_literals.doc_comment(resource.doc) + _resource_hint(schema, relation, fields)
-        + f"class {class_name} extends svc.Resource {{\n{_render_fields(resource, resource=True)}}}\n",
+        + f"class {class_name} extends svc.Resource {{\n{_render_fields(resource, resource=True)}"
+        f"{_listed_res(resource)}}}\n",
         *(_render_sub_resource(c) for c in shapes.classes.values()),
     ]
     return "\n".join(parts)

@@ -1,0 +1,129 @@
+"""A resource class of svc's own packages lists its properties in its own ``res`` (``svc.resolvableOfProperty``,
+built when read), and that ``res`` is the reflective one (``svc.resolvablesOf``) member for member: the same
+names, the same resolvable classes (scalar, listing, mapping), the same envelopes (label, type, stack, wire key).
+
+Through real Pkl, every resource class of the AWS package (generated and hand-written) and of LOCAL, in one
+evaluation (about a second). Those classes are closed: no subclass can declare a property their ``res`` does not
+list. FAKE keeps the reflective ``res`` on purpose: the whole suite and the benches run on it, as any
+third-party plugin does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from svc.pkl import EvaluationRequest, shared_server
+from svc.pkl.packages import implicit_environment
+from svc.pkl.server import PklError
+from svc.plugins import installed_plugins
+
+RESOURCE_CLASS = re.compile(r"^(open )?class (\w+) extends svc\.Resource \{", re.M)
+
+CHECKS = """
+import "pkl:reflect"
+import "@svc/svc.pkl"
+{imports}
+
+local function shape(r: Any): Map<String, Any> =
+  if (r is svc.Resolvable) r.envelope().put("$class", reflect.Class(r.getClass()).name)
+  else Map("$notResolvable", r.toString())
+
+local function view(res: Dynamic): Map<String, Map<String, Any>> = res.toMap().mapValues((_, r) -> shape(r))
+
+local function verdict(resource: svc.Resource): Dynamic = let (listed = view(resource.res))
+  new Dynamic {
+    declared = reflect.Class(resource.getClass()).properties.containsKey("res")
+    same = listed == view(svc.resolvablesOf(resource))
+    names = listed.keys.toListing()
+  }
+
+results = new Mapping {
+{entries}
+}
+
+output { renderer = new JsonRenderer {} }
+"""
+
+
+def resource_classes() -> list[tuple[str, str, str]]:
+    """(namespace, import URI, class name) of every resource class in the AWS and LOCAL packages."""
+    found = []
+    for plugin in installed_plugins():
+        if plugin.namespace not in ("AWS", "LOCAL"):
+            continue
+        for module in sorted(plugin.schema_dir.rglob("*.pkl")):
+            uri = f"@{plugin.namespace.lower()}/{module.relative_to(plugin.schema_dir).as_posix()}"
+            for opened, name in RESOURCE_CLASS.findall(module.read_text()):
+                assert not opened, f"{uri}#{name} is open: a subclass could declare a property its res does not list"
+                found.append((plugin.namespace, uri, name))
+    return found
+
+
+def evaluated(module: Path, properties: dict[str, str] | None = None) -> Any:
+    """``module``'s JSON output, its ``@svc/`` and plugin imports resolved as a forma's are."""
+    environment = implicit_environment()
+    request = EvaluationRequest(module_uri=module.as_uri(), readers=environment.readers,
+                                project=environment.project, properties=properties or {})
+    return json.loads(shared_server().evaluate(request))
+
+
+def checks(classes: list[tuple[str, str, str]]) -> str:
+    aliases = {uri: f"m{n}" for n, uri in enumerate(sorted({uri for _, uri, _ in classes}))}
+    imports = "\n".join(f'import "{uri}" as {alias}' for uri, alias in aliases.items())
+    entries = "\n".join(f'  ["{uri}#{name}"] = verdict(new {aliases[uri]}.{name} {{ label = "l"; stack = "s" }})'
+                        for _, uri, name in classes)
+    return CHECKS.replace("{imports}", imports).replace("{entries}", entries)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    classes = resource_classes()
+    module = tmp_path_factory.mktemp("res") / "checks.pkl"
+    module.write_text(checks(classes))
+    return evaluated(module)["results"]
+
+
+def test_every_resource_class_of_aws_and_local_lists_its_own_res(results: dict[str, dict]) -> None:
+    classes = resource_classes()
+    assert len(classes) > 1700 and {"@local/fs.pkl#File", "@aws/ec2/vpc.pkl#VPC"} <= {f"{u}#{n}" for _, u, n in classes}
+    reflective = sorted(key for key, verdict in results.items() if not verdict["declared"])
+    assert not reflective, f"these classes build their whole res by reflection: {reflective[:10]}"
+
+
+def test_each_listed_res_is_the_reflective_one_member_for_member(results: dict[str, dict]) -> None:
+    differing = sorted(key for key, verdict in results.items() if not verdict["same"])
+    assert not differing, f"res differs from svc.resolvablesOf in {differing[:10]}"
+    function = results["@aws/lambda/function.pkl#Function"]["names"]
+    assert {"arn", "functionName", "role", "tags", "vpcConfig"} <= set(function)
+    assert set(results["@local/fs.pkl#File"]["names"]) == {"path", "content", "mode"}
+
+
+def test_a_listed_res_builds_only_the_member_read(write_pkl, tmp_path: Path) -> None:
+    """Reading one member builds that one: a member that cannot be built (a property the class does not have)
+    fails only when it is read, and says so."""
+    module = write_pkl("lazy.pkl", """
+        import "@svc/svc.pkl"
+
+        @svc.ResourceHint { type = "TEST::Lazy::Thing"; identifier = "$.Path" }
+        class Thing extends svc.Resource {
+          path: String?
+          hidden res: Dynamic = new Dynamic {
+            path = svc.resolvableOfProperty(outer, "path")
+            missing = svc.resolvableOfProperty(outer, "noSuchProperty")
+          }
+        }
+
+        local thing = new Thing { label = "t"; stack = "s"; path = "a.txt" }
+        path = thing.res.path.envelope()
+        missing = if (read?("prop:missing") != null) thing.res.missing.envelope() else null
+        output { renderer = new JsonRenderer {} }
+    """)
+    assert evaluated(module)["path"] == {"$res": True, "$label": "t", "$type": "TEST::Lazy::Thing", "$stack": "s",
+                                         "$property": "path", "$visibility": "Clear"}
+    with pytest.raises(PklError, match="no property `noSuchProperty` in class"):
+        evaluated(module, {"missing": "yes"})
