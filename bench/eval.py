@@ -24,6 +24,10 @@ same two formas are then evaluated as a user editing them gets it: through the C
 comment added) before each ``svc eval``, the evaluation cache on, so that Pkl evaluates it in an evaluator kept
 from the evaluation before (``svc.pkl.kept_evaluators``); wall seconds only (the CPU is the server's worker's).
 
+Last, ``svc eval`` of 3,000 AWS resources that refer to one another: 1,000 Lambda functions, each referred to by
+a permission and an SNS subscription (its ARN through ``res``): what a resource's ``res`` costs a forma
+(``svc.resolvableOfProperty``: the AWS classes build only the member read).
+
 ``--compare OTHER_CHECKOUT`` runs every ``svc eval`` alternately with this checkout's and OTHER_CHECKOUT's
 (``OTHER_CHECKOUT/.venv/bin/svc``): a paired A/B on a machine whose load varies. The machine's load average is
 printed with the figures. Figures only, no assertions.
@@ -291,6 +295,40 @@ def aws_formas(directory: Path) -> dict[int, Path]:
     return formas
 
 
+LAMBDA_REFERENCES = """\
+amends "@svc/forma.pkl"
+import "@svc/svc.pkl"
+import "@aws/aws.pkl"
+import "@aws/lambda/function.pkl" as fn
+import "@aws/lambda/permission.pkl" as perm
+import "@aws/sns/subscription.pkl" as sub
+
+local functions = new Listing<fn.Function> {
+  for (i in IntSeq(0, %d - 1)) {
+    new { label = "f\\(i)"; role = "arn:aws:iam::123456789012:role/r"; runtime = "nodejs20.x"; code { zipFile = "x" } }
+  }
+}
+
+forma {
+  new svc.Stack { label = "s" }
+  new svc.Target { label = "aws"; config = new aws.Config { region = "eu-west-1" } }
+  for (f in functions) {
+    f
+    new perm.Permission { label = f.label; action = "lambda:InvokeFunction"; principal = "sns.amazonaws.com"
+      functionName = f.res.arn }
+    new sub.Subscription { label = f.label; protocol = "lambda"; endpoint = f.res.arn
+      topicArn = "arn:aws:sns:eu-west-1:123456789012:t" }
+  }
+}
+"""
+
+
+def write_aws_references(directory: Path, functions: int = 1_000) -> Path:
+    path = directory / "aws-references.pkl"
+    path.write_text(LAMBDA_REFERENCES % functions)
+    return path
+
+
 def edited_through_the_server(svc: str, formas: dict[int, Path], runs: int, directory: Path) -> dict[int, list[Run]]:
     """``svc eval`` of each forma, edited before each run, through a CLI server of its own (started and warmed
     first), the evaluation cache on."""
@@ -374,6 +412,13 @@ def main() -> None:
             print(f"  {name}, edited, through the CLI server: {few} types {wall(edited[few]):.3f} s; {many} types "
                   f"{wall(edited[many]):.3f} s; {many} ÷ {few}: {wall(edited[many]) / wall(edited[few]):.2f} (wall)"
                   f"   goal ≤ {GOAL_AWS_RATIO}")
+        references = write_aws_references(directory)
+        print("\nsvc eval of 1,000 AWS Lambda functions, each referred to by a permission and a subscription:")
+        results = paired({name: svc_eval(svc, references) for name, svc in checkouts.items()}, args.runs)
+        for name, runs in results.items():
+            print(f"  {name}: {said(runs)}")
+        if args.compare:
+            print(f"  this ÷ other: {ratios(results['this'], results['other'])}")
     print(f"\nload average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (at the end)")
 
 
