@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from support.packages_eval import evaluate_with_packages
 from svc import __version__
 from svc.forma import evaluate_forma
-from svc.pkl import EvaluationRequest, shared_server
-from svc.pkl.packages import implicit_environment, svc_package
+from svc.pkl.packages import svc_package
 from svc.plugins import installed_plugins
 from svc.schema.extract import extract_descriptors, read_cache, write_cache
 
@@ -160,10 +160,7 @@ def test_cached_descriptors_are_validated_when_first_read(fixture_plugin, tmp_pa
 
 def test_the_plugin_manifest_amends_the_manifest_module(fixture_plugin) -> None:
     plugin = fixture_only()
-    environment = implicit_environment()
-    request = EvaluationRequest(module_uri=(plugin.package_dir / "manifest.pkl").as_uri(),
-                                readers=environment.readers, project=environment.project)
-    manifest = json.loads(shared_server().evaluate(request))
+    manifest = evaluate_with_packages((plugin.package_dir / "manifest.pkl").as_uri())
     assert manifest["namespace"] == "FIXTURE" and manifest["rateLimit"]["maxRequestsPerSecondForNamespace"] == 5
     assert manifest["runtime"] == {"python": ">=3.11", "entrypoint": "svc_fixture_plugin:Plugin"}
 

@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 
 from support.extract_view import agent_view
+from support.packages_eval import evaluate_with_packages
 from support.processes import run_svc
 from svc.forma import FormaError, evaluate_forma
 from svc.forma.extract import generate
 from svc.forma.extract_catalog import load_catalog
-from svc.pkl import EvaluationRequest, shared_server
-from svc.pkl.packages import implicit_environment
 from svc.plugins import installed_plugins
 from svc.schema.extract import extract_descriptors
 
@@ -193,10 +192,7 @@ output {
 
 
 def test_the_reflection_helpers_under_the_original_names(compat_plugin) -> None:
-    environment = implicit_environment()
-    request = EvaluationRequest(module_uri="file:///fq-test.pkl", module_text=FQ, readers=environment.readers,
-                                project=environment.project)
-    got = json.loads(shared_server().evaluate(request))
+    got = evaluate_with_packages("file:///fq-test.pkl", module_text=FQ)
     expected_fields = ["Name", "Type", "SecurityGroups", "Attributes", "Tags", "Attributes.Key", "Attributes.Value"]
     assert got["fields"] == got["hintKeys"] == expected_fields
     assert (got["identifier"], got["type"], got["byClass"]) == (

@@ -10,15 +10,12 @@ third-party plugin does.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from svc.pkl import EvaluationRequest, shared_server
-from svc.pkl.packages import implicit_environment
+from support.packages_eval import evaluate_with_packages
 from svc.pkl.server import PklError
 from svc.plugins import installed_plugins
 
@@ -64,14 +61,6 @@ def resource_classes() -> list[tuple[str, str, str]]:
     return found
 
 
-def evaluated(module: Path, properties: dict[str, str] | None = None) -> Any:
-    """``module``'s JSON output, its ``@svc/`` and plugin imports resolved as a forma's are."""
-    environment = implicit_environment()
-    request = EvaluationRequest(module_uri=module.as_uri(), readers=environment.readers,
-                                project=environment.project, properties=properties or {})
-    return json.loads(shared_server().evaluate(request))
-
-
 def checks(classes: list[tuple[str, str, str]]) -> str:
     aliases = {uri: f"m{n}" for n, uri in enumerate(sorted({uri for _, uri, _ in classes}))}
     imports = "\n".join(f'import "{uri}" as {alias}' for uri, alias in aliases.items())
@@ -85,7 +74,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     classes = resource_classes()
     module = tmp_path_factory.mktemp("res") / "checks.pkl"
     module.write_text(checks(classes))
-    return evaluated(module)["results"]
+    return evaluate_with_packages(module.as_uri())["results"]
 
 
 def test_every_resource_class_of_aws_and_local_lists_its_own_res(results: dict[str, dict]) -> None:
@@ -123,7 +112,7 @@ def test_a_listed_res_builds_only_the_member_read(write_pkl, tmp_path: Path) -> 
         missing = if (read?("prop:missing") != null) thing.res.missing.envelope() else null
         output { renderer = new JsonRenderer {} }
     """)
-    assert evaluated(module)["path"] == {"$res": True, "$label": "t", "$type": "TEST::Lazy::Thing", "$stack": "s",
+    assert evaluate_with_packages(module.as_uri())["path"] == {"$res": True, "$label": "t", "$type": "TEST::Lazy::Thing", "$stack": "s",
                                          "$property": "path", "$visibility": "Clear"}
     with pytest.raises(PklError, match="no property `noSuchProperty` in class"):
-        evaluated(module, {"missing": "yes"})
+        evaluate_with_packages(module.as_uri(), properties={"missing": "yes"})
