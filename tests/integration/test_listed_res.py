@@ -100,7 +100,6 @@ def test_each_listed_res_is_the_reflective_one_member_for_member(results: dict[s
     assert set(results["@fake/test/item.pkl#Item"]["names"]) == {"value", "ref", "token", "id"}
 
 
-
 def test_a_listed_res_builds_only_the_member_read(write_pkl, tmp_path: Path) -> None:
     """Reading one member builds that one: a member that cannot be built (a property the class does not have)
     fails only when it is read, and says so."""
