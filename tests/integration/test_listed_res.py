@@ -14,7 +14,6 @@ suite evaluates the fixture plugins of ``tests/fixtures``, shaped as third-party
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -50,8 +49,8 @@ output { renderer = new JsonRenderer {} }
 """
 
 
-def resource_classes() -> list[tuple[str, str, str]]:
-    """(namespace, import URI, class name) of every closed resource class in the AWS, LOCAL and FAKE packages
+def resource_classes() -> list[tuple[str, str]]:
+    """(import URI, class name) of every closed resource class in the AWS, LOCAL and FAKE packages
     (AWS and LOCAL have no open one)."""
     found = []
     for plugin in installed_plugins():
@@ -63,30 +62,35 @@ def resource_classes() -> list[tuple[str, str, str]]:
                 if opened and plugin.namespace == "FAKE":
                     continue
                 assert not opened, f"{uri}#{name} is open: a subclass could declare a property its res does not list"
-                found.append((plugin.namespace, uri, name))
+                found.append((uri, name))
     return found
 
 
-def checks(classes: list[tuple[str, str, str]]) -> str:
-    aliases = {uri: f"m{n}" for n, uri in enumerate(sorted({uri for _, uri, _ in classes}))}
+def checks(classes: list[tuple[str, str]]) -> str:
+    aliases = {uri: f"m{n}" for n, uri in enumerate(sorted({uri for uri, _ in classes}))}
     imports = "\n".join(f'import "{uri}" as {alias}' for uri, alias in aliases.items())
     entries = "\n".join(f'  ["{uri}#{name}"] = verdict(new {aliases[uri]}.{name} {{ label = "l"; stack = "s" }})'
-                        for _, uri, name in classes)
+                        for uri, name in classes)
     return CHECKS.replace("{imports}", imports).replace("{entries}", entries)
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    classes = resource_classes()
+def classes() -> list[tuple[str, str]]:
+    return resource_classes()
+
+
+@pytest.fixture(scope="module")
+def results(classes: list[tuple[str, str]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     module = tmp_path_factory.mktemp("res") / "checks.pkl"
     module.write_text(checks(classes))
     return evaluate_with_packages(module.as_uri())["results"]
 
 
-def test_every_closed_resource_class_of_aws_local_and_fake_lists_its_own_res(results: dict[str, dict]) -> None:
-    classes = {f"{u}#{n}" for _, u, n in resource_classes()}
-    assert len(classes) > 1700 and {"@local/fs.pkl#File", "@aws/ec2/vpc.pkl#VPC", "@fake/test/item.pkl#Item",
-                                    "@fake/compute/server.pkl#Server"} <= classes
+def test_every_closed_resource_class_of_aws_local_and_fake_lists_its_own_res(classes: list[tuple[str, str]],
+                                                                             results: dict[str, dict]) -> None:
+    names = {f"{u}#{n}" for u, n in classes}
+    assert len(names) > 1700 and {"@local/fs.pkl#File", "@aws/ec2/vpc.pkl#VPC", "@fake/test/item.pkl#Item",
+                                    "@fake/compute/server.pkl#Server"} <= names
     reflective = sorted(key for key, verdict in results.items() if not verdict["declared"])
     assert not reflective, f"these classes build their whole res by reflection: {reflective[:10]}"
 
@@ -100,7 +104,7 @@ def test_each_listed_res_is_the_reflective_one_member_for_member(results: dict[s
     assert set(results["@fake/test/item.pkl#Item"]["names"]) == {"value", "ref", "token", "id"}
 
 
-def test_a_listed_res_builds_only_the_member_read(write_pkl, tmp_path: Path) -> None:
+def test_a_listed_res_builds_only_the_member_read(write_pkl) -> None:
     """Reading one member builds that one: a member that cannot be built (a property the class does not have)
     fails only when it is read, and says so."""
     module = write_pkl("lazy.pkl", """
@@ -120,7 +124,8 @@ def test_a_listed_res_builds_only_the_member_read(write_pkl, tmp_path: Path) -> 
         missing = if (read?("prop:missing") != null) thing.res.missing.envelope() else null
         output { renderer = new JsonRenderer {} }
     """)
-    assert evaluate_with_packages(module.as_uri())["path"] == {"$res": True, "$label": "t", "$type": "TEST::Lazy::Thing", "$stack": "s",
-                                         "$property": "path", "$visibility": "Clear"}
+    assert evaluate_with_packages(module.as_uri())["path"] == {
+        "$res": True, "$label": "t", "$type": "TEST::Lazy::Thing", "$stack": "s", "$property": "path",
+        "$visibility": "Clear"}
     with pytest.raises(PklError, match="no property `noSuchProperty` in class"):
         evaluate_with_packages(module.as_uri(), properties={"missing": "yes"})
