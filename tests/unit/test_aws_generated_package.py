@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from svc_plugin_aws_gen.handwritten import HAND_WRITTEN
 from svc_plugin_aws_gen.outputs import CONFIG_MODULE, SCHEMA_DIR, TYPES_PAGE, Generated, generate
@@ -41,3 +43,13 @@ def test_a_reference_may_stand_for_a_string_in_a_list_or_a_map(generated: Genera
     assert "  subnets: (Listing<String | svc.Resolvable>)?\n" in service
     task = generated.files[SCHEMA_DIR / "ecs" / "taskdefinition.pkl"]
     assert "  options: (Mapping<String, String | svc.Resolvable>)?\n" in task
+
+
+def test_no_generated_file_holds_a_control_character(generated: Generated) -> None:
+    """A pattern's characters that are not printable (Security Hub's ``[^\\u0000-\\u007F]``: NUL and DEL) are written
+    as escapes (``\\#u{0}``): raw, they made the module a binary file to git and to every text tool."""
+    binary = sorted(str(path) for path, text in generated.files.items()
+                    if any(unicodedata.category(char) == "Cc" and char not in "\n\t" for char in text))
+    assert not binary, binary[:5]
+    security_control = generated.files[SCHEMA_DIR / "securityhub" / "securitycontrol.pkl"]
+    assert r'Regex(#"^([^\#u{0}-\#u{7F}]|[-_ a-zA-Z0-9])+$"#)' in security_control

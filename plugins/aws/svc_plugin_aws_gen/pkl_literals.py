@@ -35,7 +35,10 @@ def regex(pattern: str) -> str | None:
     while f'"{"#" * pounds}' in pattern or f'\\{"#" * pounds}' in pattern:
         pounds += 1
     fence = "#" * pounds
-    return f'Regex({fence}"{pattern}"{fence})'
+    # A character that is not printable (the registry's ``[^\u0000-\u007F]`` decodes to NUL and DEL) is written as
+    # the escape a custom-delimited string reads (``\#u{0}``): the same pattern, and a module that stays text.
+    text = "".join(char if char.isprintable() else f"\\{fence}u{{{ord(char):X}}}" for char in pattern)
+    return f'Regex({fence}"{text}"{fence})'
 
 
 def string_type(node: JsonSchema) -> str:
