@@ -16,10 +16,15 @@ _PORTABLE_REGEX = re.compile(rf"(?:[^\\\[(]|{_ESCAPE}|\((?!\?)|\[(?:[^\\\[\]&]|{
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+def _printable(char: str, fence: str = "") -> str:
+    """``char``, or the Unicode escape a string delimited by ``fence`` reads (``\\u{0}``, ``\\#u{0}``) for one
+    that is not printable: raw, NUL and DEL made a generated module a binary file to git and to every text tool."""
+    return char if char.isprintable() else f"\\{fence}u{{{ord(char):X}}}"
+
+
 def string(value: str) -> str:
     """A Pkl string literal."""
-    return '"' + "".join(_ESCAPES.get(char) or (char if char.isprintable() else f"\\u{{{ord(char):X}}}")
-                         for char in value) + '"'
+    return '"' + "".join(_ESCAPES.get(char) or _printable(char) for char in value) + '"'
 
 
 @functools.cache  # the registry repeats its patterns; compiling each once keeps the generator quick
@@ -35,10 +40,8 @@ def regex(pattern: str) -> str | None:
     while f'"{"#" * pounds}' in pattern or f'\\{"#" * pounds}' in pattern:
         pounds += 1
     fence = "#" * pounds
-    # A character that is not printable (the registry's ``[^\u0000-\u007F]`` decodes to NUL and DEL) is written as
-    # the escape a custom-delimited string reads (``\#u{0}``): the same pattern, and a module that stays text.
-    text = "".join(char if char.isprintable() else f"\\{fence}u{{{ord(char):X}}}" for char in pattern)
-    return f'Regex({fence}"{text}"{fence})'
+    # The registry's ``[^\u0000-\u007F]`` decodes to NUL and DEL: escaped, Pkl reads the same pattern.
+    return f'Regex({fence}"{"".join(_printable(char, fence) for char in pattern)}"{fence})'
 
 
 def string_type(node: JsonSchema) -> str:
