@@ -13,7 +13,9 @@ times grow with whatever else runs on the machine; CPU seconds hardly do). Then,
 plugin call, 400 resources in chains of depth 4: the agent's execution ÷ the lower bound set by the critical
 path and the in-flight limit, and the FAKE plugin process's own floor (``engine_floor`` says how both are
 computed), each the median of five applies, and where the median run's time went (storing the command before
-its first call, the calls, what came after the last answer: ``Phases``). On a machine with two CPUs or more,
+its first call, the calls, what came after the last answer: ``Phases``), and what each cycle cost over the latency
+(``Bound.cycles``: a slot's round of answer, next call and latency) for the agent's calls and for the floor, beside
+one call sent alone (``engine_floor.lone_call``). On a machine with two CPUs or more,
 the same again with the agent on CPU 0 and its plugin on CPU 1 (``_latency_at``: a diagnostic of the
 kernel's placement, which svc leaves alone). The same at lower in-flight limits (``--in-flight``, each on an
 agent of its own whose FAKE plugin has that ``maxInFlight``): at 64 calls in flight the bound asks for 3,200
@@ -40,8 +42,10 @@ import tempfile
 import time
 import timeit
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +54,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from engine_floor import Bound, plugin_floor  # noqa: E402
+from engine_floor import Bound, lone_call, plugin_floor  # noqa: E402
 from fake_agent import (  # noqa: E402
     children,
     cli_server,
@@ -303,7 +307,11 @@ def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, repeat: int =
         runs.append((applied, eval_s, Counter(call["op"] for call in FakeCloud(cloud).calls())))
         floor_cloud = directory / f"cloud-floor-{in_flight}-{run}.db"
         FakeCloud(floor_cloud).set_knob("latency", {"*": delay})
-        floors.append(asyncio.run(_hosted_floor(floor_cloud, size // depth, depth, in_flight)))
+        floors.append(asyncio.run(_hosted(in_flight, partial(plugin_floor, cloud=floor_cloud, chains=size // depth,
+                                                             depth=depth, slots=in_flight))))
+    lone_cloud = directory / f"cloud-lone-{in_flight}.db"
+    FakeCloud(lone_cloud).set_knob("latency", {"*": delay})
+    lone = asyncio.run(_hosted(in_flight, partial(lone_call, cloud=lone_cloud)))
     runs.sort(key=lambda r: r[0].agent_seconds or float("inf"))
     applied, eval_s, calls = runs[len(runs) // 2]
     floor = statistics.median(floors)
@@ -311,6 +319,8 @@ def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, repeat: int =
     agent = applied.agent_seconds or float("nan")
     phases = cli.phases(applied.command_id) if applied.command_id else None
     ratios = ", ".join(f"{(r[0].agent_seconds or float('nan')) / bound.seconds:.2f}" for r in runs)
+    cycle_costs = (f"the agent's calls {bound.per_cycle(phases.calls) * 1000:.1f} ms, " if phases else "") + \
+        f"the plugin alone {bound.per_cycle(floor) * 1000:.1f} ms"
     print(f"latency {delay * 1000:.0f} ms, {size} resources, depth {depth}, {in_flight} in flight{setting}, FAKE calls "
           f"{dict(calls)}: {bound}; {speed}\n"
           f"        agent execution {agent:.3f} s → ratio {agent / bound.seconds:.2f}, the median of {ratios}  "
@@ -319,14 +329,17 @@ def latency(cli: Cli, directory: Path, in_flight: int = IN_FLIGHT, repeat: int =
           f"{applied.seconds / bound.seconds:.2f}; {applied.cpu}"
           f"\n        that median run: {phases or 'no phases (no update started)'}"
           f"\n        the FAKE plugin process alone, same chains and slots, no engine: {floor:.3f} s (median) → "
-          f"ratio {floor / bound.seconds:.2f}; the agent's execution ÷ that floor {agent / floor:.2f}", flush=True)
+          f"ratio {floor / bound.seconds:.2f}; the agent's execution ÷ that floor {agent / floor:.2f}"
+          f"\n        over the bound per cycle ({bound.cycles} cycles): {cycle_costs}; one call alone "
+          f"{lone * 1000:.2f} ms ({(lone - delay) * 1000:.2f} ms over its latency)", flush=True)
 
 
-async def _hosted_floor(cloud: Path, chains: int, depth: int, in_flight: int) -> float:
+async def _hosted(in_flight: int, measure: Callable[[HostedPlugin], Awaitable[float]]) -> float:
+    """What ``measure`` finds of a FAKE plugin process of its own, started as the agent starts one."""
     plugin = HostedPlugin("FAKE", plugin_config={"maxInFlight": in_flight})
     await plugin.start()
     try:
-        return await plugin_floor(plugin, cloud, chains=chains, depth=depth, slots=in_flight)
+        return await measure(plugin)
     finally:
         await plugin.close()
 

@@ -61,6 +61,17 @@ class Bound:
     def seconds(self) -> float:
         return max(self.critical_path, self.in_flight_limit)
 
+    @property
+    def cycles(self) -> int:
+        """How many latencies long the bound is: how often a slot goes round (its answer handled, the next call
+        sent and acted on, the latency, the answer) on the way that binds. Whatever a round costs beyond the
+        latency is paid that many times over."""
+        return round(self.seconds / self.latency)
+
+    def per_cycle(self, seconds: float) -> float:
+        """What ``seconds`` (a run of the calls) took over the bound, per cycle."""
+        return (seconds - self.seconds) / self.cycles
+
     def __str__(self) -> str:
         return (f"lower bound {self.seconds:.3f} s = max(critical path {self.depth} × {self.calls_per_create:g} "
                 f"call × {self.latency * 1000:g} ms = {self.critical_path:.3f} s, in-flight limit "
@@ -81,6 +92,20 @@ def count_calls(runner: Any) -> Counter[str]:
     for name in OPERATIONS:
         setattr(runner, name, counted(name, getattr(runner, name)))
     return counts
+
+
+async def lone_call(runner: PluginRunner, cloud: Path, *, repeat: int = 20, timeout: float = 60.0) -> float:
+    """Median seconds of one create sent straight to ``runner`` with nothing else in flight: the round trip (both
+    processes' work, the pipes, and the wake-ups) below which no cycle of ``plugin_floor`` or of the engine goes."""
+    target = {"Type": "FAKE", "Path": str(cloud)}
+    seconds = []
+    for n in range(repeat + 2):  # the first two warm the plugin's path
+        started = time.perf_counter()
+        progress = await runner.create(Call(ITEM, target, timeout, f"lone-{n}"), f"lone-{n}", {"Value": "v"})
+        if progress.status is not Status.SUCCESS:
+            raise RuntimeError(f"the FAKE plugin failed a create: {progress.message}")
+        seconds.append(time.perf_counter() - started)
+    return sorted(seconds[2:])[repeat // 2]
 
 
 async def plugin_floor(runner: PluginRunner, cloud: Path, *, chains: int, depth: int, slots: int,
