@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -94,6 +95,15 @@ def count_calls(runner: Any) -> Counter[str]:
     return counts
 
 
+async def _create(runner: PluginRunner, target: dict[str, str], timeout: float, token: str, label: str,
+                  properties: dict[str, Any]) -> str:
+    """One FAKE create, as the engine sends it; the new resource's native id."""
+    progress = await runner.create(Call(ITEM, target, timeout, token), label, properties)
+    if progress.status is not Status.SUCCESS:
+        raise RuntimeError(f"the FAKE plugin failed a create: {progress.message}")
+    return progress.native_id
+
+
 async def lone_call(runner: PluginRunner, cloud: Path, *, repeat: int = 20, timeout: float = 60.0) -> float:
     """Median seconds of one create sent straight to ``runner`` with nothing else in flight: the round trip (both
     processes' work, the pipes, and the wake-ups) below which no cycle of ``plugin_floor`` or of the engine goes."""
@@ -101,11 +111,9 @@ async def lone_call(runner: PluginRunner, cloud: Path, *, repeat: int = 20, time
     seconds = []
     for n in range(repeat + 2):  # the first two warm the plugin's path
         started = time.perf_counter()
-        progress = await runner.create(Call(ITEM, target, timeout, f"lone-{n}"), f"lone-{n}", {"Value": "v"})
-        if progress.status is not Status.SUCCESS:
-            raise RuntimeError(f"the FAKE plugin failed a create: {progress.message}")
+        await _create(runner, target, timeout, f"lone-{n}", f"lone-{n}", {"Value": "v"})
         seconds.append(time.perf_counter() - started)
-    return sorted(seconds[2:])[repeat // 2]
+    return statistics.median(seconds[2:])
 
 
 async def plugin_floor(runner: PluginRunner, cloud: Path, *, chains: int, depth: int, slots: int,
@@ -120,10 +128,7 @@ async def plugin_floor(runner: PluginRunner, cloud: Path, *, chains: int, depth:
         for d in range(depth):
             properties = {"Value": f"v{d}", **({"Ref": previous} if previous else {})}
             async with gate:
-                progress = await runner.create(Call(ITEM, target, timeout, f"floor-{c}-{d}"), f"c{c}-{d}", properties)
-            if progress.status is not Status.SUCCESS:
-                raise RuntimeError(f"the FAKE plugin failed a create: {progress.message}")
-            previous = progress.native_id
+                previous = await _create(runner, target, timeout, f"floor-{c}-{d}", f"c{c}-{d}", properties)
 
     started = time.perf_counter()
     await asyncio.gather(*(chain(c) for c in range(chains)))
