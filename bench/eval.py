@@ -23,6 +23,8 @@ evaluation to the next (``svc.forma.descriptor_cache``) are kept in a new direct
 same two formas are then evaluated as a user editing them gets it: through the CLI server, the forma edited (a
 comment added) before each ``svc eval``, the evaluation cache on, so that Pkl evaluates it in an evaluator kept
 from the evaluation before (``svc.pkl.kept_evaluators``); wall seconds only (the CPU is the server's worker's).
+One resource of each type makes the larger forma 37 resources larger as well, so the same again with 40 resources
+in each forma (the 3-type one takes its types in turn): the two then differ only in what they import.
 
 Last, ``svc eval`` of 3,000 AWS resources that refer to one another: 1,000 Lambda functions, each referred to by
 a permission and an SNS subscription (its ARN through ``res``): what a resource's ``res`` costs a forma
@@ -265,9 +267,10 @@ def inside(forma: Path) -> str:
 
 # -- AWS: 3 types against 40 -------------------------------------------------------------------------------------
 
-def aws_formas(directory: Path) -> dict[int, Path]:
-    """One resource of each of the first N types ``bench/aws_registry.py`` chooses: one type with nothing required
-    from each service, in the registry's order."""
+def aws_formas(directory: Path, resources: int | None = None) -> dict[int, Path]:
+    """A forma per count in ``AWS_TYPES`` importing that many of the types ``bench/aws_registry.py`` chooses (one
+    type with nothing required from each service, in the registry's order): one resource of each type, or
+    ``resources`` resources taking the types in turn, so that the formas differ only in what they import."""
     from svc_plugin_aws_gen import naming
     from svc_plugin_aws_gen.handwritten import HAND_WRITTEN
     from svc_plugin_aws_gen.registry import load_registry
@@ -283,16 +286,34 @@ def aws_formas(directory: Path) -> dict[int, Path]:
     formas = {}
     for count in AWS_TYPES:
         types = list(chosen.values())[:count]
-        path = directory / f"aws-{count}.pkl"
+        classes = [f"m{n}.{naming.class_name(t.split('::')[2])}" for n, t in enumerate(types)]
+        path = directory / f"aws-{count}-types-{resources or count}-resources.pkl"
         path.write_text("\n".join([
             'amends "@svc/forma.pkl"', 'import "@svc/svc.pkl"', 'import "@aws/aws.pkl"',
             *(f'import "@aws/{naming.module_path(t)}" as m{n}' for n, t in enumerate(types)),
             "forma {", '  new svc.Stack { label = "bench" }',
             '  new svc.Target { label = "aws"; config = new aws.Config { region = "eu-west-1" } }',
-            *(f'  new m{n}.{naming.class_name(t.split("::")[2])} {{ label = "r{n}" }}' for n, t in enumerate(types)),
+            *(f'  new {classes[n % count]} {{ label = "r{n}" }}' for n in range(resources or count)),
             "}", ""]))
         formas[count] = path
     return formas
+
+
+def compare_aws(checkouts: dict[str, str], formas: dict[int, Path], runs: int, directory: Path) -> None:
+    """The AWS formas' ``svc eval`` in its own process (their first evaluation apart), then edited through the
+    CLI server, each side by side with its ratio."""
+    few, many = AWS_TYPES
+    for name, svc in checkouts.items():
+        first = {count: run_command(svc_eval(svc, path)) for count, path in formas.items()}
+        print(f"  {name}, the first evaluation (descriptors derived): {few} types {said([first[few]])}; "
+              f"{many} types {said([first[many]])}")
+        results = paired({count: svc_eval(svc, path) for count, path in formas.items()}, runs)
+        print(f"  {name}: {few} types {said(results[few])}; {many} types {said(results[many])}; "
+              f"{many} ÷ {few}: {ratios(results[many], results[few])}   goal ≤ {GOAL_AWS_RATIO}")
+        edited = edited_through_the_server(svc, formas, runs, directory)
+        print(f"  {name}, edited, through the CLI server: {few} types {wall(edited[few]):.3f} s; {many} types "
+              f"{wall(edited[many]):.3f} s; {many} ÷ {few}: {wall(edited[many]) / wall(edited[few]):.2f} (wall)"
+              f"   goal ≤ {GOAL_AWS_RATIO}")
 
 
 LAMBDA_REFERENCES = """\
@@ -332,8 +353,7 @@ def write_aws_references(directory: Path, functions: int = 1_000) -> Path:
 def edited_through_the_server(svc: str, formas: dict[int, Path], runs: int, directory: Path) -> dict[int, list[Run]]:
     """``svc eval`` of each forma, edited before each run, through a CLI server of its own (started and warmed
     first), the evaluation cache on."""
-    runtime = directory / f"run-{abs(hash(svc))}"
-    runtime.mkdir(mode=0o700)
+    runtime = Path(tempfile.mkdtemp(prefix="run-", dir=directory))
     env = {**os.environ, "SVC_CLI_SERVER": "on", "SVC_EVALUATION_CACHE": "on", "XDG_RUNTIME_DIR": str(runtime),
            "XDG_CACHE_HOME": str(runtime / "cache")}
     texts = {count: path.read_text() for count, path in formas.items()}
@@ -398,20 +418,12 @@ def main() -> None:
                                  "plain": [pkl, "eval", "-f", "json", str(write_plain(directory, size))]}, args.runs)
                 print(f"  floor, the forma through pkl eval alone: {said(floors['direct'])}")
                 print(f"  floor, the same objects as plain Pkl:    {said(floors['plain'])}")
-        formas = aws_formas(directory)
         few, many = AWS_TYPES
         print(f"\nsvc eval of {few} AWS registry types against {many} (one resource each):")
-        for name, svc in checkouts.items():
-            first = {count: run_command(svc_eval(svc, path)) for count, path in formas.items()}
-            print(f"  {name}, the first evaluation (descriptors derived): {few} types {said([first[few]])}; "
-                  f"{many} types {said([first[many]])}")
-            results = paired({count: svc_eval(svc, path) for count, path in formas.items()}, args.runs)
-            print(f"  {name}: {few} types {said(results[few])}; {many} types {said(results[many])}; "
-                  f"{many} ÷ {few}: {ratios(results[many], results[few])}   goal ≤ {GOAL_AWS_RATIO}")
-            edited = edited_through_the_server(svc, formas, args.runs, directory)
-            print(f"  {name}, edited, through the CLI server: {few} types {wall(edited[few]):.3f} s; {many} types "
-                  f"{wall(edited[many]):.3f} s; {many} ÷ {few}: {wall(edited[many]) / wall(edited[few]):.2f} (wall)"
-                  f"   goal ≤ {GOAL_AWS_RATIO}")
+        compare_aws(checkouts, aws_formas(directory), args.runs, directory)
+        print(f"\nthe same with {many} resources in each forma (the {few} types taken in turn): what importing "
+              f"{many - few} types more costs, the resources alike:")
+        compare_aws(checkouts, aws_formas(directory, many), args.runs, directory)
         references = write_aws_references(directory)
         print("\nsvc eval of 1,000 AWS Lambda functions, each referred to by a permission and a subscription:")
         results = paired({name: svc_eval(svc, references) for name, svc in checkouts.items()}, args.runs)
