@@ -4,6 +4,8 @@ that reads the environment or holds a secret (real Pkl, the real packages)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -281,3 +283,35 @@ def test_the_evaluation_is_kept_while_the_command_goes_on(forma: Path, renders: 
     release.set()
     assert render_forma(forma).document == first.document  # the lookup waited for the write
     assert len(renders) == 1
+
+
+ENDS_LIKE_A_WORKER = """\
+import atexit, os, sys, time
+from pathlib import Path
+
+from svc.forma import render_forma
+from svc.forma.evaluation_cache import EvaluationCache
+
+store = EvaluationCache.store
+
+
+def slow_store(self, *args):
+    time.sleep(0.5)  # still writing when the command is over
+    store(self, *args)
+
+
+EvaluationCache.store = slow_store
+render_forma(Path(sys.argv[1]))
+atexit._run_exitfuncs()  # what a CLI server's worker (svc.cli.worker) does before os._exit
+os._exit(0)
+"""
+
+
+def test_a_process_that_ends_with_os_exit_after_its_exit_handlers_still_keeps_its_evaluation(
+        forma: Path, home: Path) -> None:
+    ended = subprocess.run([sys.executable, "-c", ENDS_LIKE_A_WORKER, str(forma)], capture_output=True, text=True,
+                           timeout=120)
+    assert ended.returncode == 0, ended.stderr
+    kept = EvaluationCache(forma, {"$cmd": "eval", "$mode": "reconcile"}).any_command_path
+    assert kept.exists()
+    assert not [left for left in kept.parent.iterdir() if left.name.endswith(".tmp")]

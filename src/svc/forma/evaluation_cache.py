@@ -27,6 +27,7 @@ meanwhile). The interpreter waits for the write at exit, and a lookup in the sam
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -210,6 +211,17 @@ def _settled(path: Path) -> Path:
     if writing is not None:
         writing.join()
     return path
+
+
+def finish_writes() -> None:
+    """Waits for the kept evaluations this process is still writing. It runs at exit: a CLI server's worker ends with
+    ``os._exit`` once its exit handlers have run, which would cut a write short, the evaluation not kept and its
+    temporary file left behind."""
+    for written in list(_writing.values()):
+        written.join()
+
+
+atexit.register(finish_writes)
 
 
 def _written(path: Path) -> int:
