@@ -22,7 +22,8 @@ modules read it only in ``svc.cmd()`` and for the flag names their callers give)
 
 A new evaluation is written while the command goes on (``store_meanwhile``): hashing the files and writing a
 100,000-resource document took 0.8 s, which the command's submission need not wait for (the agent is planning
-meanwhile). The interpreter waits for the write at exit, and a lookup in the same process waits for it first.
+meanwhile). The process waits for the write at exit (``finish_writes``, an exit handler: a CLI server's worker
+ends with ``os._exit``, which waits for no thread), and a lookup in the same process waits for it first.
 """
 
 from __future__ import annotations
@@ -214,9 +215,8 @@ def _settled(path: Path) -> Path:
 
 
 def finish_writes() -> None:
-    """Waits for the kept evaluations this process is still writing. It runs at exit: a CLI server's worker ends with
-    ``os._exit`` once its exit handlers have run, which would cut a write short, the evaluation not kept and its
-    temporary file left behind."""
+    """Waits for the kept evaluations this process is still writing (at exit: a write cut short keeps nothing and
+    leaves its temporary file behind)."""
     for written in list(_writing.values()):
         written.join()
 
